@@ -1,0 +1,56 @@
+"""The `critwin` command line: one entry point, sub-commands grouped by module."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from ..theory.errors import ConfigError
+from . import theory_commands
+
+
+def _jsonable(o):
+    if isinstance(o, dict):
+        return {str(k): _jsonable(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_jsonable(v) for v in o]
+    if isinstance(o, np.ndarray):
+        return _jsonable(o.tolist())
+    if isinstance(o, (np.floating, float)):
+        v = float(o)
+        return v if np.isfinite(v) else None
+    if isinstance(o, np.integer):
+        return int(o)
+    return o
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="critwin", description="Predict and verify critical windows of training.")
+    groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
+    theory = groups.add_parser("theory", help="rate equations and predicted windows (no training)",
+                               description="Derive, integrate and predict with the stylised model.")
+    theory_commands.register(theory.add_subparsers(dest="command", metavar="COMMAND", required=True))
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        payload, text = args.handler(args)
+    except ConfigError as err:
+        if getattr(args, "json", False):
+            print(json.dumps({"error": str(err), "field": err.field, "allowed": err.allowed}))
+        print(f"critwin: error: {err}", file=sys.stderr)
+        return 2
+    if getattr(args, "json", False):
+        print(json.dumps(_jsonable(payload), indent=1))
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

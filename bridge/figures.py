@@ -1,0 +1,67 @@
+"""Matplotlib figures (PNG) for theory results; every function writes one file."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+COLORS = {"recipe": "tab:blue", "reduced": "tab:orange", "full": "tab:green"}
+
+
+def _save(fig, path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _shade(ax, windows):
+    for k, (a, b, v) in enumerate(windows):
+        ax.axvspan(a, b, color="0.85", zorder=0, label=f"decay window (lambda={v:g})" if k == 0 else None)
+
+
+def plot_schedule(steps, traj: dict, windows, path, title: str = "") -> Path:
+    """m(t), r(t) (spec order parameters) and explained fractions x, rho, window shaded."""
+    panels = [("x", "rho")] if "m" not in traj else [("m", "r"), ("x", "rho")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 3.8), squeeze=False)
+    labels = {"m": "m = mean |M_ij|_F", "r": "r = |W1|_F |W2|_F",
+              "x": "x: target explained by memorization", "rho": "rho: target explained by reasoning"}
+    for ax, names in zip(axes[0], panels):
+        _shade(ax, windows)
+        for n in names:
+            ax.plot(steps, traj[n], label=labels[n])
+        ax.set_xlabel("optimizer step")
+        ax.legend(fontsize=8)
+    axes[0][0].set_title(title, fontsize=9)
+    return _save(fig, path)
+
+
+def plot_windows(grid: dict, rows: list[dict], path, title: str = "") -> Path:
+    """Predicted delta-window edges vs gamma for each method in `grid`; onset windows as bars.
+
+    grid[method] = (gamma, t1, t2) arrays; rows = prediction rows (onset windows drawn).
+    """
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for method, (g, t1, t2) in grid.items():
+        c = COLORS.get(method, "k")
+        ax.plot(g, t1, "--", color=c, label=f"{method}: t1 (memorization)")
+        ax.plot(g, t2, "-", color=c, label=f"{method}: t2 (reasoning)")
+        ax.fill_between(g, t1, t2, where=np.asarray(t2) > np.asarray(t1), color=c, alpha=0.12)
+    for r in rows:
+        lo, hi = r.get("onset_first"), r.get("onset_last")
+        if lo is not None and np.isfinite(lo):
+            ax.plot([r["gamma"]] * 2, [max(lo, 1), max(hi, 1)], "o-", lw=3,
+                    color=COLORS.get(r["method"], "k"), alpha=0.7)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("init scale gamma")
+    ax.set_ylabel("optimizer steps")
+    ax.set_title(title or "Predicted critical window (bars: onset windows)", fontsize=9)
+    ax.legend(fontsize=7)
+    return _save(fig, path)

@@ -1,0 +1,29 @@
+"""Plain-text tables for the command line."""
+from __future__ import annotations
+
+import math
+
+
+def _fmt(v) -> str:
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            return str(v)
+        if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
+            return f"{v:.3e}"
+        return f"{v:.4g}" if abs(v) < 1 else f"{v:,.1f}" if abs(v) >= 100 else f"{v:.3f}"
+    return str(v)
+
+
+def format_table(rows: list[dict], columns: list[str] | None = None) -> str:
+    """Aligned columns; `columns` picks and orders keys (default: keys of the first row)."""
+    if not rows:
+        return "(no rows)"
+    columns = columns or list(rows[0])
+    cells = [[_fmt(r.get(c, "")) for c in columns] for r in rows]
+    width = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    line = "  ".join(c.ljust(w) for c, w in zip(columns, width))
+    sep = "  ".join("-" * w for w in width)
+    body = ["  ".join(x.rjust(w) for x, w in zip(row, width)) for row in cells]
+    return "\n".join([line, sep, *body])

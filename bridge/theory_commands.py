@@ -1,0 +1,277 @@
+"""Handlers of `critwin theory ...`: each returns (JSON payload, human text)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .. import theory as th
+from ..theory.errors import ConfigError
+from ..theory.reduced import LAWS
+from ..theory.rates import SIGMA_DEF_TEXT
+from ..theory.schedules import PLACEMENTS, parse_window
+from ..theory.setting import EMBEDDINGS, LOSS_NORMS, SIGMA_DEFS, TARGETS
+from ..theory.windows import METHODS
+from . import figures
+from .table import format_table
+
+ENGINES = ("reduced", "full", "gd", "momentum", "adamw")
+
+
+# ----------------------------------------------------------------- arguments
+def _setting_args(p, many_gammas: bool = True):
+    p.add_argument("--gamma", type=float, nargs="+" if many_gammas else None,
+                   default=[0.8] if many_gammas else 0.8,
+                   help="init scale(s) gamma > 0 (entries ~ N(0, gamma^2/d)); default 0.8")
+    p.add_argument("--eta", type=float, default=3e-3, help="learning rate (steps = time / eta)")
+    p.add_argument("--delta", type=float, default=0.5, help="window threshold in (0, 1/2]")
+    p.add_argument("--d", type=int, default=64, help="embedding width")
+    p.add_argument("--keys", type=int, default=16, help="number of keys K")
+    p.add_argument("--anchors", type=int, default=8, help="number of anchors M")
+    p.add_argument("--train-pairs", type=int, default=45, help="training ordered pairs |P| <= M^2")
+    p.add_argument("--seed", type=int, default=0, help="task seed (embeddings, pairs, targets, init)")
+    p.add_argument("--embeddings", choices=EMBEDDINGS, default="orthonormal")
+    p.add_argument("--sigma-def", choices=SIGMA_DEFS, default="gram",
+                   help="; ".join(f"{k}: {v}" for k, v in SIGMA_DEF_TEXT.items()))
+    p.add_argument("--loss-norm", choices=LOSS_NORMS, default="sum",
+                   help="alpha in L = alpha sum 1/2|f-y|^2: sum 1, pair 1/K, mean 1/(|P|K)")
+    p.add_argument("--targets", choices=TARGETS, default="teacher",
+                   help="teacher: planted shared path; permutation: e_{pi_j(pi_i(k))}")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+
+
+def _schedule_args(p, default_windows=None):
+    p.add_argument("--steps", type=int, default=20000, help="training length T in steps")
+    p.add_argument("--wd-window", action="append", metavar="START:END", default=None,
+                   help="decay window in steps (repeatable)")
+    p.add_argument("--wd", type=float, nargs="+", default=None,
+                   help="decay inside the window(s): one value, or one per window")
+    p.add_argument("--wd-const", type=float, default=None, help="constant decay for all of training")
+    p.add_argument("--budget-placement", choices=PLACEMENTS, default=None)
+    p.add_argument("--budget", type=float, default=None, help="decay budget lambda*steps (e.g. 20)")
+    p.add_argument("--width", type=float, default=None, help="budget window width in steps")
+
+
+def _setting(args, gamma=None) -> th.StylisedSetting:
+    g = gamma if gamma is not None else (args.gamma[0] if isinstance(args.gamma, list) else args.gamma)
+    return th.StylisedSetting(d=args.d, keys=args.keys, anchors=args.anchors,
+                              train_pairs=args.train_pairs, gamma=g, eta=args.eta, delta=args.delta,
+                              seed=args.seed, embeddings=args.embeddings, sigma_def=args.sigma_def,
+                              loss_norm=args.loss_norm, targets=args.targets)
+
+
+def _gammas(args) -> np.ndarray:
+    g = np.asarray(args.gamma, dtype=float)
+    th.setting.check_gamma(g)
+    return g
+
+
+def schedule_from_args(args) -> th.Schedule:
+    """One Schedule from --wd-window/--wd, --wd-const or --budget-placement."""
+    T = args.steps
+    chosen = sum(x is not None for x in (args.wd_window, args.wd_const, args.budget_placement))
+    if chosen > 1:
+        raise ConfigError("schedule", "several", "one of --wd-window, --wd-const, --budget-placement")
+    if args.budget_placement is not None:
+        if args.budget is None or args.width is None:
+            raise ConfigError("budget", args.budget, "--budget and --width with --budget-placement")
+        return th.Schedule.budget_matched(args.budget_placement, args.budget, args.width, T)
+    if args.wd_const is not None:
+        return th.Schedule.constant(args.wd_const, T)
+    if args.wd_window is None:
+        return th.Schedule.none(T)
+    wins = [parse_window(w) for w in args.wd_window]
+    lams = args.wd if args.wd is not None else [4e-3]
+    if len(lams) == 1:
+        lams = lams * len(wins)
+    if len(lams) != len(wins):
+        raise ConfigError("wd", args.wd, f"one value or {len(wins)} values (one per window)")
+    return th.Schedule(T, tuple((a, b, v) for (a, b), v in zip(wins, lams)))
+
+
+def _out(args, name: str):
+    return None if args.no_figure else Path(args.out) / name
+
+
+def _figure_args(p, default_name: str):
+    p.add_argument("--out", default="critwin-out", help="folder for figures (PNG)")
+    p.add_argument("--no-figure", action="store_true", help=f"do not write {default_name}")
+
+
+# ----------------------------------------------------------------- derive
+def cmd_derive(args):
+    d = th.derive().to_dict()
+    lines = ["Gradient flow of L = alpha sum_(i,j) sum_k 1/2 |M_ij e_k + c_ij W1 e_k - y|^2"
+             " + lambda/2 (sum |M_ij|^2 + |W1|^2 + |W2|^2):"]
+    lines += [f"  {v}" for v in d["flow"].values()]
+    lines += ["", "Symmetric scalar instance (d = K = 1, |P| = P pairs, c = s w2, init w = gamma omega):",
+              f"  mu_m = {d['mu_m']}        gamma exponent {d['gamma_exponent_m']}",
+              f"  mu_r = {d['mu_r']}   gamma exponent {d['gamma_exponent_r']}  (W2 frozen: lazy rate)",
+              f"  bilinear gain at the saddle G = {d['bilinear_gain']}  gamma exponent {d['gamma_exponent_gain']}",
+              f"  Saxe escape time rho: u0 -> uf (capacity c): t = {d['escape_time']}",
+              "", "Reduced equations (explained fractions):"]
+    lines += [f"  {v}" for v in d["reduced"].values()]
+    lines += ["", "Loss normalisation vs the paper's mu_m = sigma_e, mu_r = c_r gamma^2 sigma_e:"]
+    rows = [{"loss_norm": v["loss_norm"], "sigma_def": v["sigma_def"], "alpha": v["alpha"],
+             "mu_m": v["mu_m"], "mu_r": v["mu_r"], "paper_mu_m": v["matches_paper_mu_m"],
+             "paper_mu_r": v["matches_paper_mu_r"]} for v in d["normalisations"].values()]
+    lines += [format_table(rows), "",
+              "mu_r / mu_m = |P| c_r gamma^2 under every normalisation: no loss reproduces both"
+              " of the paper's rates (its ratio c_r gamma^2 is |P| times too small).",
+              f"Checks on an explicit d=2, K=2 instance: {d['checks']}"]
+    return d, "\n".join(lines)
+
+
+# ----------------------------------------------------------------- predict
+def cmd_predict(args):
+    gammas = _gammas(args)
+    s = _setting(args)
+    kw = dict(method=args.method, law=args.law, width=args.width, wd=args.wd, total=args.steps,
+              threshold=args.threshold)
+    if args.method == "full":
+        rows = []
+        for g in tqdm(gammas, desc="full-flow onset sweeps", unit="gamma", leave=False):
+            rows += th.predict(s, [g], **kw)
+    else:
+        rows = th.predict(s, gammas, **kw)
+    payload = {"setting": s.to_dict(), "sigma_def_text": SIGMA_DEF_TEXT[s.sigma_def], "rows": rows}
+    if len(rows) == 1:
+        payload.update(rows[0])
+    cols = ["gamma", "method", "sigma_e", "c_r", "mu_m", "mu_r", "t1_steps", "t2_steps"]
+    if args.method != "recipe":
+        cols += ["onset_first", "onset_last", "baseline_fraction"]
+    text = [format_table(rows, cols), "",
+            f"sigma_e: {SIGMA_DEF_TEXT[s.sigma_def]}; eta = {s.eta:g}, delta = {s.delta:g}.",
+            f"assumes: {rows[0]['assumes']}."]
+    if args.method != "recipe":
+        text.append(f"onset window: onsets s whose decay window [s, s+{args.width:g}) at {args.wd:g}"
+                    f" ends with reasoning fraction >= {args.threshold:g} (T = {args.steps}).")
+    path = _out(args, "predict_windows.png")
+    if path is not None:
+        grid_g = np.geomspace(gammas.min() / 3, gammas.max() * 3, 50)
+        grid = {}
+        for m in ("recipe", "reduced"):
+            w = th.windows.recipe_window(s, grid_g) if m == "recipe" else \
+                th.windows.reduced_window(s, grid_g, args.law)
+            grid[m] = (grid_g, w["t1_steps"], w["t2_steps"])
+        figures.plot_windows(grid, rows, path, f"d={s.d} K={s.keys} M={s.anchors} |P|={s.train_pairs}"
+                             f" eta={s.eta:g} loss_norm={s.loss_norm} law={args.law}")
+        payload["figure"] = str(path)
+        text.append(f"figure: {path}")
+    return payload, "\n".join(text)
+
+
+# ----------------------------------------------------------------- schedule
+def cmd_schedule(args):
+    s = _setting(args)
+    sched = schedule_from_args(args)
+    grid = np.linspace(0, sched.total, 201)
+    if args.engine in ("reduced", "full"):
+        steps, traj = th.simulate(s, sched, engine=args.engine, law=args.law, eval_steps=grid)
+    else:
+        p = th.build_problem(s)
+        q = th.init_params(p, s.gamma, [s.seed])
+        with tqdm(total=sched.total, desc=f"{args.engine} on the stylised model", unit="step",
+                  leave=False) as bar:
+            steps, traj, _ = th.run_discrete(p, q, sched, s.eta, args.engine,
+                                             eval_every=max(1, sched.total // 200), progress=bar.update)
+    traj = {k: np.asarray(v)[:, 0] for k, v in traj.items()}
+    final = {k: float(v[-1]) for k, v in traj.items() if k in ("m", "r", "x", "rho", "reasoning_fraction")}
+    payload = {"setting": s.to_dict(), "engine": args.engine, "schedule": sched.to_dict(),
+               "schedule_text": sched.describe(), "budget": sched.integral(), **final,
+               "trajectory": {"step": steps, **traj}}
+    text = [f"schedule: {sched.describe()} over {sched.total} steps (budget {sched.integral():g});"
+            f" engine {args.engine}", format_table([{"gamma": s.gamma, **final}])]
+    path = _out(args, "schedule.png")
+    if path is not None:
+        figures.plot_schedule(steps, traj, sched.windows, path,
+                              f"gamma={s.gamma:g}, {sched.describe()}, engine={args.engine}")
+        payload["figure"] = str(path)
+        text.append(f"figure: {path}")
+    return payload, "\n".join(text)
+
+
+# ----------------------------------------------------------------- basin
+def cmd_basin(args):
+    gammas = _gammas(args)
+    s = _setting(args)
+    sched = schedule_from_args(args) if (args.wd_window or args.wd_const or args.budget_placement) else None
+    with tqdm(total=len(gammas), desc=f"basin ({args.seeds} seeds per gamma)", unit="gamma",
+              leave=False) as bar:
+        rows = th.basin(s, gammas, args.seeds, args.steps, sched, args.threshold, bar.update)
+    text = [format_table(rows, ["gamma", "seeds", "reached", "fraction_reached",
+                                "mean_reasoning_fraction", "paper_bound"]),
+            f"schedule: {rows[0]['schedule']}; reached = final reasoning fraction >= {args.threshold:g};"
+            " bound: 1 - exp(-mu_r T) - 1[T < t2] with the recipe's mu_r and t2 (C = 1)."]
+    return {"setting": s.to_dict(), "rows": rows}, "\n".join(text)
+
+
+# ----------------------------------------------------------------- laws
+def cmd_laws(args):
+    gammas = _gammas(args)
+    s = _setting(args)
+    out = th.compare_laws(s, gammas, args.horizon, args.seed)
+    text = [format_table(out["rows"], ["gamma", "escape_steps", "lazy_pred_steps", "saxe_pred_steps",
+                                       "closer_prediction", "closer_law"]), ""]
+    for name, f in out["fits"].items():
+        text.append(f"fit t = a*{name} + b: R^2 = {f['r2']:.3f}, rms rel err = {f['rms_rel_err']:.3f}")
+    text.append(f"better fitted law: {out['better_law']}")
+    return {"setting": s.to_dict(), **out}, "\n".join(text)
+
+
+# ----------------------------------------------------------------- budget
+def cmd_budget(args):
+    s = _setting(args)
+    rows = th.budget_comparison(s, args.budget, args.width, args.steps, args.engine, args.law,
+                                _gammas(args))
+    text = format_table(rows, ["gamma", "placement", "schedule", "budget", "x", "rho", "reasoning_fraction"])
+    return {"setting": s.to_dict(), "rows": rows}, text
+
+
+# ----------------------------------------------------------------- registration
+def register(sub):
+    p = sub.add_parser("derive", help="symbolic flow, rates and gamma exponents")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    p.set_defaults(handler=cmd_derive)
+
+    p = sub.add_parser("predict", help="predicted window [t1, t2] in steps, one row per gamma")
+    _setting_args(p)
+    p.add_argument("--method", choices=METHODS, default="recipe")
+    p.add_argument("--law", choices=LAWS, default="bilinear", help="reduced law (derived: bilinear)")
+    p.add_argument("--steps", type=int, default=20000, help="training length for onset sweeps")
+    p.add_argument("--width", type=float, default=5000, help="decay window width for onset sweeps")
+    p.add_argument("--wd", type=float, default=4e-3, help="decay inside the swept window")
+    p.add_argument("--threshold", type=float, default=0.5, help="reasoning fraction that counts")
+    _figure_args(p, "predict_windows.png")
+    p.set_defaults(handler=cmd_predict)
+
+    p = sub.add_parser("schedule", help="predicted final m, r, reasoning fraction for a schedule")
+    _setting_args(p, many_gammas=False)
+    _schedule_args(p)
+    p.add_argument("--engine", choices=ENGINES, default="reduced",
+                   help="reduced equations, full gradient flow, or a discrete optimizer")
+    p.add_argument("--law", choices=LAWS, default="bilinear")
+    _figure_args(p, "schedule.png")
+    p.set_defaults(handler=cmd_schedule)
+
+    p = sub.add_parser("basin", help="fraction of init seeds reaching reasoning, per gamma")
+    _setting_args(p)
+    _schedule_args(p)
+    p.add_argument("--seeds", type=int, default=8)
+    p.add_argument("--threshold", type=float, default=0.5)
+    p.set_defaults(handler=cmd_basin)
+
+    p = sub.add_parser("laws", help="escape time vs gamma: gamma^-2 or log(1/gamma)?")
+    _setting_args(p)
+    p.add_argument("--horizon", type=int, default=5000, help="steps to wait for the escape")
+    p.set_defaults(handler=cmd_laws, gamma=[0.05, 0.1, 0.2, 0.4, 0.8, 1.2])
+
+    p = sub.add_parser("budget", help="budget-matched early / middle / late windows")
+    _setting_args(p)
+    p.add_argument("--budget", type=float, default=20.0)
+    p.add_argument("--width", type=float, default=5000)
+    p.add_argument("--steps", type=int, default=20000)
+    p.add_argument("--engine", choices=("reduced", "full"), default="reduced")
+    p.add_argument("--law", choices=LAWS, default="bilinear")
+    p.set_defaults(handler=cmd_budget)

@@ -1,0 +1,79 @@
+"""Which escape law does the full flow follow: gamma^-2 (lazy) or log(1/gamma) (Saxe)?"""
+from __future__ import annotations
+
+import numpy as np
+
+from .flow import integrate_flow
+from .rates import compute_rates
+from .reduced import crossing_times
+from .schedules import Schedule
+from .setting import StylisedSetting, build_problem, check_gamma
+from .stylised import init_params
+
+
+def _fit(t, z):
+    """Least squares t = a z + b; returns (a, b, R^2)."""
+    A = np.column_stack([z, np.ones_like(z)])
+    coef, *_ = np.linalg.lstsq(A, t, rcond=None)
+    pred = A @ coef
+    ss = np.sum((t - t.mean()) ** 2)
+    return coef[0], coef[1], 1 - np.sum((t - pred) ** 2) / ss if ss > 0 else 1.0
+
+
+def escape_times(s: StylisedSetting, gammas, horizon: int = 5000, seed: int = 0,
+                 n_eval: int = 400) -> np.ndarray:
+    """Steps for the shared path alone (M held at 0, no decay) to explain half its capacity."""
+    g = np.atleast_1d(np.asarray(gammas, dtype=float))
+    check_gamma(g)
+    p = build_problem(s)
+    cap = compute_rates(s, g[:1], problem=p).capacity
+    q = init_params(p, g, np.full(len(g), seed))
+    q.M[:] = 0.0
+    grid = np.unique(np.concatenate([[0], np.geomspace(1, horizon, n_eval)]))
+    steps, traj, _ = integrate_flow(p, q, [Schedule.none(horizon)] * len(g), s.eta, grid,
+                                    train_memorization=False)
+    rho = traj["rho"]
+    out = np.full(len(g), np.inf)
+    for k in range(len(g)):
+        hit = np.nonzero(rho[:, k] >= cap / 2)[0]
+        if len(hit):
+            j = hit[0]
+            if j == 0:
+                out[k] = 0.0
+            else:
+                a, b = rho[j - 1, k], rho[j, k]
+                out[k] = steps[j - 1] + (cap / 2 - a) / (b - a) * (steps[j] - steps[j - 1])
+    return out
+
+
+def compare_laws(s: StylisedSetting, gammas, horizon: int = 5000, seed: int = 0) -> dict:
+    """Measured escape times vs the two laws, fitted (a z + b) and predicted (no fit)."""
+    g = np.atleast_1d(np.asarray(gammas, dtype=float))
+    t = escape_times(s, g, horizon, seed)
+    ok = np.isfinite(t)
+    r = compute_rates(s, g)
+    _, lazy = crossing_times(r.mu_m, r.mu_r, r.rho0, r.capacity, 0.5, "linear")
+    _, saxe = crossing_times(r.mu_m, r.mu_r, r.rho0, r.capacity, 0.5, "bilinear")
+    regs = {"gamma^-2": g**-2.0, "log(1/gamma)": np.log(1 / g)}
+    fits, rows = {}, []
+    for name, z in regs.items():
+        if ok.sum() >= 3:
+            a, b, r2 = _fit(t[ok], z[ok])
+            fits[name] = {"slope": float(a), "intercept": float(b), "r2": float(r2),
+                          "rms_rel_err": float(np.sqrt(np.mean(((a * z[ok] + b) / t[ok] - 1) ** 2)))}
+    for k in range(len(g)):
+        row = {"gamma": float(g[k]), "escape_steps": float(t[k]),
+               "lazy_pred_steps": float(lazy[k] / s.eta), "saxe_pred_steps": float(saxe[k] / s.eta)}
+        errs = {}
+        for name, z in regs.items():
+            if name in fits:
+                pred = fits[name]["slope"] * z[k] + fits[name]["intercept"]
+                row[f"fit_{name}"] = float(pred)
+                errs[name] = abs(pred / t[k] - 1) if np.isfinite(t[k]) else np.inf
+        row["closer_law"] = min(errs, key=errs.get) if errs and np.isfinite(t[k]) else "n/a"
+        unfitted = {"gamma^-2": row["lazy_pred_steps"], "log(1/gamma)": row["saxe_pred_steps"]}
+        row["closer_prediction"] = min(unfitted, key=lambda n: abs(np.log(unfitted[n] / t[k]))) \
+            if np.isfinite(t[k]) and t[k] > 0 else "n/a"
+        rows.append(row)
+    best = max(fits, key=lambda n: fits[n]["r2"]) if fits else "n/a"
+    return {"rows": rows, "fits": fits, "better_law": best}

@@ -1,0 +1,77 @@
+"""Discrete optimizers on the full stylised model: GD, SGD with momentum, AdamW.
+
+Decay follows the Transformer protocol: after each optimizer step every trainable
+tensor is shrunk, theta <- theta - eta * lambda(step) * theta (decoupled). With GD this
+is the Euler step of the gradient flow in `flow.py`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import ConfigError
+from .schedules import Schedule
+from .setting import Problem
+from .stylised import Params, loss_and_grads, order_parameters, reasoning_fraction
+
+OPTIMIZERS = ("gd", "momentum", "adamw")
+
+
+def run_discrete(p: Problem, q: Params, schedule: Schedule, eta: float, optimizer: str = "gd",
+                 eval_every: int = 100, momentum: float = 0.9, betas=(0.9, 0.98),
+                 eps: float = 1e-8, batch_size: int | None = None, seed: int = 0,
+                 progress=None):
+    """Train for schedule.total steps; returns (steps, traj, final params).
+
+    batch_size samples that many (pair, key) examples per step (SGD); None = full batch.
+    `progress`, if given, is called with the number of steps done since the last call.
+    """
+    if optimizer not in OPTIMIZERS:
+        raise ConfigError("optimizer", optimizer, "one of " + ", ".join(OPTIMIZERS))
+    n_ex = p.targets.shape[0] * p.targets.shape[2]
+    if batch_size is not None and not (0 < batch_size <= n_ex):
+        raise ConfigError("batch_size", batch_size, f"an integer in [1, {n_ex}] or None")
+    q = q.copy()
+    rng = np.random.default_rng(seed)
+    buf = [np.zeros_like(a) for a in q.arrays()]
+    sq = [np.zeros_like(a) for a in q.arrays()]
+    lam = schedule.value(np.arange(schedule.total))
+    steps, records = [], {}
+
+    def record(t):
+        steps.append(t)
+        obs = order_parameters(p, q)
+        obs["reasoning_fraction"] = reasoning_fraction(obs["x"], obs["rho"])
+        for k, v in obs.items():
+            records.setdefault(k, []).append(v)
+
+    record(0)
+    for t in range(schedule.total):
+        w = None
+        if batch_size is not None:
+            pick = rng.choice(n_ex, batch_size, replace=False)
+            w = np.zeros(n_ex)
+            w[pick] = n_ex / batch_size
+            w = w.reshape(p.targets.shape[0], p.targets.shape[2])
+        _, g = loss_and_grads(p, q, w)
+        for a, ga, b, s2 in zip(q.arrays(), g.arrays(), buf, sq):
+            if optimizer == "gd":
+                a -= eta * ga
+            elif optimizer == "momentum":
+                b *= momentum
+                b += ga
+                a -= eta * b
+            else:
+                b *= betas[0]
+                b += (1 - betas[0]) * ga
+                s2 *= betas[1]
+                s2 += (1 - betas[1]) * ga**2
+                mhat = b / (1 - betas[0] ** (t + 1))
+                vhat = s2 / (1 - betas[1] ** (t + 1))
+                a -= eta * mhat / (np.sqrt(vhat) + eps)
+            if lam[t] > 0:
+                a *= 1 - eta * lam[t]
+        if (t + 1) % eval_every == 0 or t + 1 == schedule.total:
+            record(t + 1)
+            if progress is not None:
+                progress(eval_every)
+    return np.array(steps, dtype=float), {k: np.array(v) for k, v in records.items()}, q

@@ -1,0 +1,104 @@
+"""Rates of the stylised model: the paper's recipe and the derived constants.
+
+`derive.py` proves the formulas used here symbolically; this file evaluates them on a
+`Problem`. Every function is vectorised over gamma.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .setting import Problem, StylisedSetting, build_problem, check_gamma
+
+SIGMA_DEF_TEXT = {
+    "gram": "smallest nonzero eigenvalue of sum_k e_k e_k^T (= 1 for orthonormal keys)",
+    "gram_mean": "smallest nonzero eigenvalue of G_e = (1/K) sum_k e_k e_k^T",
+    "literal": "smallest eigenvalue of G_e (0 whenever K < d)",
+}
+
+
+def key_spectrum(E: np.ndarray) -> np.ndarray:
+    """Nonzero eigenvalues of sum_k e_k e_k^T, ascending (read on the span of the keys)."""
+    small = E.T @ E if E.shape[1] <= E.shape[0] else E @ E.T
+    ev = np.linalg.eigvalsh(small)
+    return ev[ev > 1e-10 * max(ev.max(), 1e-300)]
+
+
+def sigma_e(E: np.ndarray, definition: str = "gram") -> float:
+    """sigma_e under one of the three definitions in `SIGMA_DEF_TEXT`."""
+    lam = key_spectrum(E)[0]
+    d, K = E.shape
+    if definition == "gram":
+        return float(lam)
+    if definition == "gram_mean":
+        return float(lam / K)
+    return 0.0 if K < d else float(lam / K)
+
+
+def c_r(U: np.ndarray, pairs: np.ndarray) -> float:
+    """c_r = (1 / (d |P|)) sum_(i,j) |u_i|^2 |u_j|^2 (= 1/d for unit anchors)."""
+    n2 = np.sum(U**2, axis=0)
+    return float(np.mean(n2[pairs[:, 0]] * n2[pairs[:, 1]]) / U.shape[0])
+
+
+def reasoning_capacity(p: Problem) -> float:
+    """Largest fraction of sum |Y_p|^2 that one shared path c_p W1 E can explain."""
+    Y = p.targets.reshape(len(p.targets), -1)
+    C = Y @ Y.T
+    return float(np.linalg.eigvalsh(C)[-1] / np.trace(C))
+
+
+def bilinear_gain(p: Problem) -> float:
+    """Top singular value G of the W1-W2 cross-Hessian of L at W1 = W2 = 0, M = 0.
+
+    The bilinear path escapes its saddle at rate 2G (Saxe et al.): G sets the log(1/gamma)
+    escape time, while mu_r below is the gamma^2 curvature with W2 frozen.
+    """
+    E, U, i, j = p.keys, p.anchors, p.pairs[:, 0], p.pairs[:, 1]
+    A = np.einsum("pdk,ek->pde", p.targets, E).reshape(len(i), -1)   # vec(Y_p E^T)
+    gram_a = A @ A.T
+    gram_b = (U[:, j].T @ U[:, j]) * (U[:, i].T @ U[:, i])            # <u_j u_i^T, u_j' u_i'^T>
+    ev = np.linalg.eigvals(gram_a @ gram_b).real
+    return float(p.alpha * np.sqrt(max(ev.max(), 0.0)))
+
+
+@dataclass(frozen=True)
+class Rates:
+    """All rate constants of one setting; gamma-dependent fields are arrays."""
+
+    gamma: np.ndarray
+    sigma_e: float              # under setting.sigma_def
+    sigma_def: str
+    c_r: float
+    key_eig_min: float          # lambda_min+ of sum_k e_k e_k^T
+    alpha: float
+    paper_mu_m: float           # recipe: mu_m = sigma_e
+    paper_mu_r: np.ndarray      # recipe: c_r gamma^2 sigma_e
+    mu_m: float                 # derived: alpha * lambda_min+(E E^T)
+    mu_r: np.ndarray            # derived, expected over init: alpha |P| c_r gamma^2 lambda_min+
+    gain: float                 # bilinear escape gain G (gamma-independent)
+    capacity: float             # reasoning-explainable fraction of the targets
+    rho0: np.ndarray            # initial explained fraction of the balanced reduced mode
+
+    def row(self, k: int) -> dict:
+        return {"gamma": float(self.gamma[k]), "sigma_e": self.sigma_e, "sigma_def": self.sigma_def,
+                "c_r": self.c_r, "alpha": self.alpha, "paper_mu_m": self.paper_mu_m,
+                "paper_mu_r": float(self.paper_mu_r[k]), "mu_m": self.mu_m,
+                "mu_r": float(self.mu_r[k]), "gain": self.gain, "capacity": self.capacity}
+
+
+def compute_rates(s: StylisedSetting, gamma=None, problem: Problem | None = None) -> Rates:
+    """Recipe and derived rates of `s` for one gamma or an array of them."""
+    gamma = np.atleast_1d(np.asarray(s.gamma if gamma is None else gamma, dtype=float))
+    check_gamma(gamma)
+    p = build_problem(s) if problem is None else problem
+    lam = float(key_spectrum(p.keys)[0])
+    sig, cr = sigma_e(p.keys, s.sigma_def), c_r(p.anchors, p.pairs)
+    n_pairs = len(p.pairs)
+    mu_r = p.alpha * n_pairs * cr * gamma**2 * lam
+    gain, cap = bilinear_gain(p), reasoning_capacity(p)
+    return Rates(gamma=gamma, sigma_e=sig, sigma_def=s.sigma_def, c_r=cr, key_eig_min=lam,
+                 alpha=p.alpha, paper_mu_m=sig, paper_mu_r=cr * gamma**2 * sig,
+                 mu_m=p.alpha * lam, mu_r=mu_r, gain=gain, capacity=cap,
+                 rho0=np.minimum(mu_r * cap / max(gain, 1e-300), cap))

@@ -1,0 +1,171 @@
+"""Predicted critical windows: the paper's recipe, the reduced equations, the full flow.
+
+Two kinds of window are reported and kept apart:
+- the delta-window [t1, t2] (time memorization is 1 - delta done, time the shared path
+  is 1 - delta done), from the recipe or from the reduced equations;
+- the onset window: the onsets s for which a decay window [s, s + width) at `wd` ends
+  training with reasoning fraction >= threshold, from an onset sweep (reduced or full).
+Times are optimizer steps: continuous time divided by eta. All assume gradient flow
+(plain GD); `optimizers.py` runs the discrete optimizers for comparison.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import ConfigError
+from .flow import integrate_flow
+from .rates import compute_rates
+from .reduced import check_law, crossing_times, simulate_reduced
+from .schedules import Schedule
+from .setting import StylisedSetting, build_problem, check_gamma
+from .stylised import init_params
+
+METHODS = ("recipe", "reduced", "full")
+ENGINES = ("reduced", "full")
+
+
+def check_method(method: str) -> None:
+    if method not in METHODS:
+        raise ConfigError("method", method, "one of " + ", ".join(METHODS))
+
+
+def _gammas(s: StylisedSetting, gamma) -> np.ndarray:
+    g = np.atleast_1d(np.asarray(s.gamma if gamma is None else gamma, dtype=float))
+    check_gamma(g)
+    return g
+
+
+def recipe_window(s: StylisedSetting, gamma=None) -> dict:
+    """Paper: mu_m = sigma_e, mu_r = c_r gamma^2 sigma_e, t = ln(1/delta)/mu/eta."""
+    r = compute_rates(s, _gammas(s, gamma))
+    if r.sigma_e <= 0:
+        raise ConfigError("sigma_def", s.sigma_def,
+                          "a definition with sigma_e > 0 ('literal' is 0 when keys < d: use gram or gram_mean)")
+    k = np.log(1 / s.delta) / s.eta
+    return {"gamma": r.gamma, "mu_m": np.full_like(r.gamma, r.paper_mu_m), "mu_r": r.paper_mu_r,
+            "t1_steps": np.full_like(r.gamma, k / r.paper_mu_m), "t2_steps": k / r.paper_mu_r, "rates": r}
+
+
+def reduced_window(s: StylisedSetting, gamma=None, law: str = "bilinear") -> dict:
+    """delta-window of the derived reduced equations (each path integrated alone)."""
+    r = compute_rates(s, _gammas(s, gamma))
+    t1, t2 = crossing_times(r.mu_m, r.mu_r, r.rho0, r.capacity, s.delta, law)
+    return {"gamma": r.gamma, "mu_m": np.full_like(r.gamma, r.mu_m), "mu_r": r.mu_r,
+            "t1_steps": t1 / s.eta, "t2_steps": t2 / s.eta, "rates": r}
+
+
+def window_schedules(onsets, width: float, wd: float, total: int) -> list[Schedule]:
+    return [Schedule.window(o, min(o + width, total), wd, total) for o in onsets]
+
+
+def default_onsets(width: float, total: int, n: int = 11) -> np.ndarray:
+    if not (0 < width <= total):
+        raise ConfigError("width", width, f"a window width in (0, {total}] steps")
+    return np.unique(np.round(np.linspace(0, total - width, n)))
+
+
+def simulate(s: StylisedSetting, schedules, gamma=None, engine: str = "reduced",
+             law: str = "bilinear", seed: int = 0, eval_steps=None) -> tuple[np.ndarray, dict]:
+    """Outcome of each schedule (one system per schedule x gamma) on one engine.
+
+    Returns (steps, traj) with traj[name] of shape (len(steps), n_gamma * n_schedules),
+    gamma-major.
+    """
+    if engine not in ENGINES:
+        raise ConfigError("engine", engine, "one of " + ", ".join(ENGINES))
+    schedules = [schedules] if isinstance(schedules, Schedule) else list(schedules)
+    g = _gammas(s, gamma)
+    total = max(sc.total for sc in schedules)
+    if eval_steps is None:
+        eval_steps = np.linspace(0, total, 201)
+    systems = [sc for _ in g for sc in schedules]
+    gam = np.repeat(g, len(schedules))
+    if engine == "reduced":
+        check_law(law)
+        r = compute_rates(s, gam)
+        return simulate_reduced(r.mu_m, r.mu_r, r.rho0, r.capacity, systems, s.eta, eval_steps, law)
+    p = build_problem(s)
+    q = init_params(p, gam, np.full(len(gam), seed))
+    steps, traj, _ = integrate_flow(p, q, systems, s.eta, eval_steps)
+    return steps, traj
+
+
+def onset_sweep(s: StylisedSetting, gamma=None, onsets=None, width: float = 5000,
+                wd: float = 4e-3, total: int = 20000, engine: str = "reduced",
+                law: str = "bilinear", seed: int = 0) -> dict:
+    """Final reasoning fraction for each onset (rows: gamma), plus the no-decay baseline."""
+    g = _gammas(s, gamma)
+    onsets = default_onsets(width, total) if onsets is None else np.asarray(onsets, dtype=float)
+    scheds = [Schedule.none(total)] + window_schedules(onsets, width, wd, total)
+    _, traj = simulate(s, scheds, g, engine, law, seed, eval_steps=[total])
+    frac = traj["reasoning_fraction"][-1].reshape(len(g), len(scheds))
+    return {"gamma": g, "onsets": onsets, "baseline": frac[:, 0], "fraction": frac[:, 1:]}
+
+
+def onset_window(onsets: np.ndarray, fraction: np.ndarray, threshold: float) -> tuple[float, float]:
+    """(first, last) onset whose fraction >= threshold; (nan, nan) when none."""
+    hit = np.asarray(onsets)[np.asarray(fraction) >= threshold]
+    return (float(hit.min()), float(hit.max())) if len(hit) else (float("nan"), float("nan"))
+
+
+def predict(s: StylisedSetting, gamma=None, method: str = "recipe", law: str = "bilinear",
+            width: float = 5000, wd: float = 4e-3, total: int = 20000, onsets=None,
+            threshold: float = 0.5, seed: int = 0) -> list[dict]:
+    """One row per gamma: the method's rates and its window in steps.
+
+    recipe and reduced give the delta-window (t1, t2); full gives the onset window of the
+    full flow. reduced also reports its own onset window, so both kinds can be compared.
+    """
+    check_method(method)
+    if not (0 <= threshold <= 1):
+        raise ConfigError("threshold", threshold, "a reasoning fraction in [0, 1]")
+    g = _gammas(s, gamma)
+    rows = []
+    if method in ("recipe", "reduced"):
+        w = recipe_window(s, g) if method == "recipe" else reduced_window(s, g, law)
+        r = w["rates"]
+        for k in range(len(g)):
+            rows.append({"gamma": float(g[k]), "method": method, "window_kind": "delta",
+                         "sigma_e": r.sigma_e, "sigma_def": r.sigma_def, "c_r": r.c_r,
+                         "mu_m": float(w["mu_m"][k]), "mu_r": float(w["mu_r"][k]),
+                         "t1_steps": float(w["t1_steps"][k]), "t2_steps": float(w["t2_steps"][k]),
+                         "delta": s.delta, "eta": s.eta,
+                         "assumes": "paper formulas" if method == "recipe" else
+                         f"gradient flow, {law} law, loss_norm={s.loss_norm}"})
+    if method in ("reduced", "full"):
+        sweep = onset_sweep(s, g, onsets, width, wd, total, method, law, seed)
+        r = compute_rates(s, g)
+        for k in range(len(g)):
+            lo, hi = onset_window(sweep["onsets"], sweep["fraction"][k], threshold)
+            extra = {"onset_first": lo, "onset_last": hi, "baseline_fraction": float(sweep["baseline"][k]),
+                     "onsets": sweep["onsets"].tolist(), "fractions": sweep["fraction"][k].tolist(),
+                     "threshold": threshold, "width": width, "wd": wd, "total_steps": total}
+            if method == "reduced":
+                rows[k].update(extra)
+            else:
+                rows.append({"gamma": float(g[k]), "method": "full", "window_kind": "onset",
+                             "sigma_e": r.sigma_e, "sigma_def": r.sigma_def, "c_r": r.c_r,
+                             "mu_m": r.mu_m, "mu_r": float(r.mu_r[k]),
+                             "t1_steps": lo, "t2_steps": hi, "delta": s.delta, "eta": s.eta,
+                             "assumes": f"gradient flow of the full model, loss_norm={s.loss_norm}, seed={seed}",
+                             **extra})
+    return rows
+
+
+def budget_comparison(s: StylisedSetting, budget: float = 20.0, width: float = 5000,
+                      total: int = 20000, engine: str = "reduced", law: str = "bilinear",
+                      gamma=None, seed: int = 0) -> list[dict]:
+    """Early / middle / late windows holding the same decay budget, plus constant and none."""
+    scheds = {pl: Schedule.budget_matched(pl, budget, width, total) for pl in ("early", "middle", "late")}
+    scheds["constant"] = Schedule.constant(budget / total, total)
+    scheds["none"] = Schedule.none(total)
+    g = _gammas(s, gamma)
+    _, traj = simulate(s, list(scheds.values()), g, engine, law, seed, eval_steps=[total])
+    rows = []
+    for gi, gv in enumerate(g):
+        for si, (name, sc) in enumerate(scheds.items()):
+            col = gi * len(scheds) + si
+            rows.append({"gamma": float(gv), "placement": name, "schedule": sc.describe(),
+                         "budget": sc.integral(), "engine": engine,
+                         **{k: float(traj[k][-1, col]) for k in ("x", "rho", "reasoning_fraction")}})
+    return rows
