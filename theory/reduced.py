@@ -7,7 +7,9 @@ are the ones `derive.py` obtains on the symmetric scalar instance:
     eps   = capacity - x_a - rho
     x_a'  = mu_m eps - lam x_a,            x_b' = mu_m (1 - capacity - x_b) - lam x_b
     bilinear (derived):  rho' = 2 mu_r Q eps - 2 lam rho,  Q' = 2 mu_r rho eps / rho0^2 - 2 lam Q
-    linear (paper):      rho' = mu_r eps - lam rho        (W2 frozen, rho(0) = 0)
+    linear (paper):      rho' = mu_r eps - lam rho        (W2 frozen)
+
+All start at x = rho = 0, Q = 1: a random init explains nothing in expectation.
 
 Many systems (gammas x schedules) are stacked into one ODE, so a 50-point gamma grid is a
 single integration.
@@ -46,10 +48,18 @@ def _rhs(mu_m, mu_r, rho0, cap, lam, law, memorize=True, reason=True):
     return f
 
 
-def _initial(rho0, law):
+STARTS = ("random", "balanced")
+
+
+def _initial(rho0, law, start="random"):
+    """random: a random init explains nothing in expectation, x = rho = 0, Q = 1.
+    balanced: the scalar instance's aligned balanced init, rho = rho0 (bilinear law only),
+    on which the escape is exactly the Saxe logistic."""
+    if start not in STARTS:
+        raise ConfigError("start", start, "one of " + ", ".join(STARTS))
     n = len(rho0)
-    rho = rho0 if law == "bilinear" else np.zeros(n)
-    return np.concatenate([np.zeros(n), np.zeros(n), rho, np.ones(n)])
+    rho = rho0 if (start == "balanced" and law == "bilinear") else np.zeros(n)
+    return np.concatenate([np.zeros(2 * n), rho, np.ones(n)])
 
 
 def _broadcast(n, *arrays):
@@ -92,7 +102,7 @@ def simulate_reduced(mu_m, mu_r, rho0, capacity, schedules, eta: float, eval_ste
 
 
 def crossing_times(mu_m, mu_r, rho0, capacity, delta: float, law: str = "bilinear",
-                   t_max: float | None = None):
+                   t_max: float | None = None, start: str = "random"):
     """delta-window edges in continuous time: each path integrated alone, no decay.
 
     t1: memorization alone reaches 1 - delta of its target; t2: the shared path alone
@@ -108,7 +118,7 @@ def crossing_times(mu_m, mu_r, rho0, capacity, delta: float, law: str = "bilinea
     res = []
     for memorize, reason, target, idx in ((1, 0, (1 - delta) * np.ones(n), "x"),
                                           (0, 1, (1 - delta) * cap, "rho")):
-        y0 = _initial(rho0, law)
+        y0 = _initial(rho0, law, start)
         sol = solve_ivp(_rhs(mu_m, mu_r, rho0, cap, zero, law, memorize, reason), (0, t_max), y0,
                         dense_output=True, rtol=1e-9, atol=1e-12, method="LSODA")
         grid = np.concatenate([[0], np.geomspace(t_max * 1e-9, t_max, 4000)])

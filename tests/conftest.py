@@ -1,0 +1,16 @@
+import numpy as np
+import pytest
+
+from critwin.theory import StylisedSetting, build_problem
+
+
+@pytest.fixture
+def small():
+    """A small setting that integrates in well under a second."""
+    return StylisedSetting(d=8, keys=4, anchors=4, train_pairs=10, gamma=0.8, eta=1e-2,
+                           embeddings="unit", seed=3)
+
+
+@pytest.fixture
+def small_problem(small):
+    return build_problem(small)

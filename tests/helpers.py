@@ -1,0 +1,17 @@
+"""Numerical helpers shared by the tests."""
+import numpy as np
+
+
+def finite_diff_hessian(f, x0: np.ndarray, h: float = 1e-5) -> np.ndarray:
+    """Hessian of scalar f at x0 by central differences of f."""
+    n = x0.size
+    H = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i, n):
+            def at(si, sj):
+                x = x0.copy()
+                x[i] += si * h
+                x[j] += sj * h
+                return f(x)
+            H[i, j] = H[j, i] = (at(1, 1) - at(1, -1) - at(-1, 1) + at(-1, -1)) / (4 * h * h)
+    return H

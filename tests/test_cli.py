@@ -1,0 +1,78 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from critwin.bridge.cli import main
+
+SMALL = ["--d", "8", "--keys", "4", "--anchors", "4", "--train-pairs", "10", "--embeddings", "unit"]
+
+
+def run_json(capsys, *argv):
+    code = main([*argv, "--json"])
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def test_derive_json(capsys):
+    code, d = run_json(capsys, "theory", "derive")
+    assert code == 0
+    assert {"mu_m", "mu_r", "gamma_exponent_m", "gamma_exponent_r"} <= set(d)
+    assert (d["gamma_exponent_m"], d["gamma_exponent_r"]) == (0, 2)
+
+
+@pytest.mark.parametrize("method", ["recipe", "reduced", "full"])
+def test_predict_json(capsys, tmp_path, method):
+    code, d = run_json(capsys, "theory", "predict", "--gamma", "0.5", "1.0", "--method", method,
+                       "--steps", "400", "--width", "100", "--wd", "0.5", "--out", str(tmp_path), *SMALL)
+    assert code == 0 and len(d["rows"]) == 2
+    for row in d["rows"]:
+        assert {"sigma_e", "c_r", "mu_m", "mu_r", "t1_steps", "t2_steps", "method"} <= set(row)
+    assert (tmp_path / "predict_windows.png").stat().st_size > 1000
+
+
+def test_predict_single_gamma_has_top_level_keys(capsys, tmp_path):
+    code, d = run_json(capsys, "theory", "predict", "--gamma", "0.8", "--no-figure")
+    assert code == 0 and d["method"] == "recipe" and round(d["t2_steps"]) == 23105
+
+
+@pytest.mark.parametrize("engine", ["reduced", "full", "gd"])
+def test_schedule_json_and_figure(capsys, tmp_path, engine):
+    code, d = run_json(capsys, "theory", "schedule", "--gamma", "0.8", "--wd-window", "100:200",
+                       "--wd", "1.0", "--steps", "300", "--engine", engine, "--out", str(tmp_path), *SMALL)
+    assert code == 0 and {"x", "rho", "reasoning_fraction", "budget"} <= set(d)
+    assert d["budget"] == pytest.approx(100.0)
+    assert (tmp_path / "schedule.png").exists()
+
+
+def test_basin_and_laws_and_budget_json(capsys):
+    code, d = run_json(capsys, "theory", "basin", "--gamma", "0.5", "1.0", "--seeds", "2",
+                       "--steps", "100", *SMALL)
+    assert code == 0 and [r["gamma"] for r in d["rows"]] == [0.5, 1.0]
+    assert {"fraction_reached", "paper_bound"} <= set(d["rows"][0])
+    code, d = run_json(capsys, "theory", "laws", "--gamma", "0.1", "0.4", "1.0", "--horizon", "500", *SMALL)
+    assert code == 0 and "better_law" in d
+    code, d = run_json(capsys, "theory", "budget", "--budget", "2", "--width", "100", "--steps", "400", *SMALL)
+    assert code == 0 and len(d["rows"]) == 5
+
+
+@pytest.mark.parametrize("argv,field", [
+    (["theory", "predict", "--gamma", "0"], "gamma"),
+    (["theory", "predict", "--gamma", "0.8", "--delta", "0.9"], "delta"),
+    (["theory", "predict", "--train-pairs", "70"], "train_pairs"),
+    (["theory", "schedule", "--wd-window", "5000:4000"], "wd_window"),
+    (["theory", "schedule", "--wd-window", "15000:25000"], "wd_window"),
+    (["theory", "schedule", "--wd-window", "abc"], "wd_window"),
+    (["theory", "schedule", "--wd-window", "0:10", "--wd-window", "20:30", "--wd", "1", "2", "3"], "wd"),
+])
+def test_bad_input_names_the_option(capsys, argv, field):
+    code = main([*argv, "--json", "--no-figure"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 2 and out["field"] == field and field in out["error"]
+
+
+def test_console_script_help():
+    res = subprocess.run([sys.executable, "-m", "critwin.bridge.cli", "theory", "predict", "--help"],
+                         capture_output=True, text=True, check=True)
+    assert "--gamma" in res.stdout and "--method" in res.stdout

@@ -1,0 +1,67 @@
+import numpy as np
+import pytest
+
+from critwin.theory import (ConfigError, basin, budget_comparison, compare_laws, compute_rates,
+                            paper_bound, predict)
+from critwin.theory.windows import onset_window
+
+KEYS = {"sigma_e", "c_r", "mu_m", "mu_r", "t1_steps", "t2_steps", "method"}
+
+
+def test_recipe_reproduces_the_paper_numbers():
+    """d = 64, eta = 3e-3, gamma = 0.8, sigma_e = 1 (orthonormal keys), delta = 1/2."""
+    from critwin.theory import StylisedSetting
+    (row,) = predict(StylisedSetting(), 0.8, "recipe")
+    assert row["sigma_e"] == pytest.approx(1.0) and row["c_r"] == pytest.approx(1 / 64)
+    assert row["t1_steps"] == pytest.approx(np.log(2) / 3e-3)             # 231 steps
+    assert row["t2_steps"] == pytest.approx(np.log(2) / (0.64 / 64) / 3e-3)  # 23,105 steps
+
+
+@pytest.mark.parametrize("method", ["recipe", "reduced", "full"])
+def test_predict_rows_have_keys(small, method):
+    rows = predict(small, [0.5, 1.0], method, total=400, width=100, onsets=[0, 150, 300], wd=0.5)
+    assert len(rows) == 2 and all(KEYS <= set(r) for r in rows)
+    assert all(r["method"] == method for r in rows)
+    if method != "recipe":
+        assert all(len(r["fractions"]) == 3 for r in rows)
+
+
+def test_onset_window_edges():
+    assert onset_window([0, 100, 200, 300], [0.1, 0.6, 0.7, 0.2], 0.5) == (100, 200)
+    assert all(np.isnan(onset_window([0, 100], [0.1, 0.2], 0.5)))
+
+
+def test_budget_comparison_rows(small):
+    rows = budget_comparison(small, budget=2.0, width=100, total=400)
+    by = {r["placement"]: r for r in rows}
+    assert set(by) == {"early", "middle", "late", "constant", "none"}
+    for k in ("early", "middle", "late", "constant"):
+        assert by[k]["budget"] == pytest.approx(2.0)
+    assert by["none"]["budget"] == 0
+
+
+def test_basin_and_bound(small):
+    rows = basin(small, [0.3, 1.0], seeds=3, steps=200)
+    assert [r["seeds"] for r in rows] == [3, 3]
+    assert all(0 <= r["fraction_reached"] <= 1 for r in rows)
+    b = paper_bound(small, [0.5, 1.0, 2.0], 10**7)
+    assert np.all(np.diff(b) >= 0) and np.all((b >= 0) & (b <= 1))  # more init, higher bound
+    with pytest.raises(ConfigError, match="seeds"):
+        basin(small, [0.5], seeds=0, steps=10)
+
+
+def test_escape_law_report(small):
+    out = compare_laws(small, [0.05, 0.2, 0.8, 1.5], horizon=3000)
+    assert {r["closer_prediction"] for r in out["rows"]} <= {"gamma^-2", "log(1/gamma)", "n/a"}
+    assert set(out["fits"]) == {"gamma^-2", "log(1/gamma)"}
+    lazy = [r["lazy_pred_steps"] for r in out["rows"]]
+    assert lazy[0] / lazy[2] == pytest.approx((0.8 / 0.05) ** 2, rel=1e-3)
+
+
+def test_bad_method_and_gamma(small):
+    with pytest.raises(ConfigError, match="method"):
+        predict(small, 0.8, "oracle")
+    with pytest.raises(ConfigError, match="gamma"):
+        compute_rates(small, [0.5, -0.1])
+    with pytest.raises(ConfigError, match="sigma_def"):
+        predict(small.with_(sigma_def="literal"), 0.8, "recipe")
