@@ -211,12 +211,17 @@ def cmd_basin(args):
 def cmd_laws(args):
     gammas = _gammas(args)
     s = _setting(args)
-    out = th.compare_laws(s, gammas, args.horizon, args.seed)
+    out = th.compare_laws(s, gammas, args.horizon, args.seed, args.optimizer)
     text = [format_table(out["rows"], ["gamma", "escape_steps", "lazy_pred_steps", "saxe_pred_steps",
                                        "closer_prediction", "closer_law"]), ""]
     for name, f in out["fits"].items():
         text.append(f"fit t = a*{name} + b: R^2 = {f['r2']:.3f}, rms rel err = {f['rms_rel_err']:.3f}")
-    text.append(f"better fitted law: {out['better_law']}")
+    sl = out["log_slope"]
+    text += [f"d ln t / d ln gamma: measured {sl['measured']:.3f}, gamma^-2 law {sl['gamma^-2']:.3f},"
+             f" log law {sl['log(1/gamma)']:.3f}",
+             "mean |ln(pred/measured)|: " + ", ".join(f"{k} {v:.2f}" for k, v in out["mean_abs_log_error"].items()),
+             f"better law (unfitted predictions): {out['better_law']}; better linear fit: {out['better_fit']}"
+             f" (optimizer: {out['optimizer']}; predictions assume gradient flow)"]
     return {"setting": s.to_dict(), **out}, "\n".join(text)
 
 
@@ -265,6 +270,8 @@ def register(sub):
     p = sub.add_parser("laws", help="escape time vs gamma: gamma^-2 or log(1/gamma)?")
     _setting_args(p)
     p.add_argument("--horizon", type=int, default=5000, help="steps to wait for the escape")
+    p.add_argument("--optimizer", choices=("flow", "gd", "momentum", "adamw"), default="flow",
+                   help="what moves the shared path (predictions assume gradient flow)")
     p.set_defaults(handler=cmd_laws, gamma=[0.05, 0.1, 0.2, 0.4, 0.8, 1.2])
 
     p = sub.add_parser("budget", help="budget-matched early / middle / late windows")

@@ -19,11 +19,12 @@ OPTIMIZERS = ("gd", "momentum", "adamw")
 def run_discrete(p: Problem, q: Params, schedule: Schedule, eta: float, optimizer: str = "gd",
                  eval_every: int = 100, momentum: float = 0.9, betas=(0.9, 0.98),
                  eps: float = 1e-8, batch_size: int | None = None, seed: int = 0,
-                 progress=None):
+                 progress=None, train_memorization: bool = True):
     """Train for schedule.total steps; returns (steps, traj, final params).
 
     batch_size samples that many (pair, key) examples per step (SGD); None = full batch.
     `progress`, if given, is called with the number of steps done since the last call.
+    train_memorization=False leaves every M_ij untouched (no update, no decay).
     """
     if optimizer not in OPTIMIZERS:
         raise ConfigError("optimizer", optimizer, "one of " + ", ".join(OPTIMIZERS))
@@ -53,7 +54,9 @@ def run_discrete(p: Problem, q: Params, schedule: Schedule, eta: float, optimize
             w[pick] = n_ex / batch_size
             w = w.reshape(p.targets.shape[0], p.targets.shape[2])
         _, g = loss_and_grads(p, q, w)
-        for a, ga, b, s2 in zip(q.arrays(), g.arrays(), buf, sq):
+        for name, a, ga, b, s2 in zip(("M", "W1", "W2"), q.arrays(), g.arrays(), buf, sq):
+            if name == "M" and not train_memorization:
+                continue
             if optimizer == "gd":
                 a -= eta * ga
             elif optimizer == "momentum":
