@@ -65,3 +65,17 @@ def plot_windows(grid: dict, rows: list[dict], path, title: str = "") -> Path:
     ax.set_title(title or "Predicted critical window (bars: onset windows)", fontsize=9)
     ax.legend(fontsize=7)
     return _save(fig, path)
+
+
+def plot_compare(steps, out: dict, windows, path, title: str = "") -> Path:
+    """Explained fractions x and rho: reduced equations (dashed) over the full flow (solid)."""
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    _shade(ax, windows)
+    for k, c in (("x", "tab:red"), ("rho", "tab:blue")):
+        ax.plot(steps, out[f"{k}_full"], "-", color=c, label=f"{k} full flow")
+        ax.plot(steps, out[f"{k}_reduced"], "--", color=c, label=f"{k} reduced")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("fraction of the target explained")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    return _save(fig, path)

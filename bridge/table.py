@@ -25,5 +25,7 @@ def format_table(rows: list[dict], columns: list[str] | None = None) -> str:
     width = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
     line = "  ".join(c.ljust(w) for c, w in zip(columns, width))
     sep = "  ".join("-" * w for w in width)
-    body = ["  ".join(x.rjust(w) for x, w in zip(row, width)) for row in cells]
+    numeric = [all(isinstance(r.get(c), (int, float)) for r in rows) for c in columns]
+    body = ["  ".join(x.rjust(w) if num else x.ljust(w) for x, w, num in zip(row, width, numeric))
+            for row in cells]
     return "\n".join([line, sep, *body])

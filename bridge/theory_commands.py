@@ -225,6 +225,31 @@ def cmd_laws(args):
     return {"setting": s.to_dict(), **out}, "\n".join(text)
 
 
+# ----------------------------------------------------------------- compare
+def cmd_compare(args):
+    from ..theory.agreement import reduced_vs_full
+    s = _setting(args)
+    sched = schedule_from_args(args)
+    out = reduced_vs_full(s, sched, args.law, seed=args.seed)
+    keys = [k for k in out if "maxdiff" in k]
+    final = {f"final_{k}_{e}": float(out[f"{k}_{e}"][-1]) for k in ("x", "rho", "reasoning_fraction")
+             for e in ("reduced", "full")}
+    rows = [{"quantity": k, "before_split": out[f"{k}_maxdiff_early"], "after_split": out[f"{k}_maxdiff_late"],
+             "final_reduced": final[f"final_{k}_reduced"], "final_full": final[f"final_{k}_full"]}
+            for k in ("x", "rho", "reasoning_fraction")]
+    text = [f"reduced ({args.law} law) vs full flow, {sched.describe()}, gamma={s.gamma:g};"
+            f" max |difference| before / after step {out['split_step']:g}:", format_table(rows)]
+    payload = {"setting": s.to_dict(), "schedule": sched.to_dict(), "law": args.law,
+               "split_step": out["split_step"], **{k: out[k] for k in keys}, **final}
+    path = _out(args, "compare.png")
+    if path is not None:
+        figures.plot_compare(out["steps"], out, sched.windows, path,
+                             f"reduced ({args.law}) dashed vs full flow solid, gamma={s.gamma:g}")
+        payload["figure"] = str(path)
+        text.append(f"figure: {path}")
+    return payload, "\n".join(text)
+
+
 # ----------------------------------------------------------------- budget
 def cmd_budget(args):
     s = _setting(args)
@@ -273,6 +298,13 @@ def register(sub):
     p.add_argument("--optimizer", choices=("flow", "gd", "momentum", "adamw"), default="flow",
                    help="what moves the shared path (predictions assume gradient flow)")
     p.set_defaults(handler=cmd_laws, gamma=[0.05, 0.1, 0.2, 0.4, 0.8, 1.2])
+
+    p = sub.add_parser("compare", help="reduced equations vs the full flow on one schedule")
+    _setting_args(p, many_gammas=False)
+    _schedule_args(p)
+    p.add_argument("--law", choices=LAWS, default="bilinear")
+    _figure_args(p, "compare.png")
+    p.set_defaults(handler=cmd_compare)
 
     p = sub.add_parser("budget", help="budget-matched early / middle / late windows")
     _setting_args(p)

@@ -76,3 +76,10 @@ def test_console_script_help():
     res = subprocess.run([sys.executable, "-m", "critwin.bridge.cli", "theory", "predict", "--help"],
                          capture_output=True, text=True, check=True)
     assert "--gamma" in res.stdout and "--method" in res.stdout
+
+
+def test_compare_json(capsys, tmp_path):
+    code, d = run_json(capsys, "theory", "compare", "--gamma", "0.3", "--wd-window", "100:200",
+                       "--wd", "2", "--steps", "300", "--out", str(tmp_path), *SMALL)
+    assert code == 0 and {"x_maxdiff_early", "rho_maxdiff_late", "final_reasoning_fraction_full"} <= set(d)
+    assert (tmp_path / "compare.png").exists()
