@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -60,6 +61,9 @@ def plot_windows(grid: dict, rows: list[dict], path, title: str = "") -> Path:
                     color=COLORS.get(r["method"], "k"), alpha=0.7)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xticks([t for t in (0.1, 0.2, 0.5, 1, 2, 5) if g.min() <= t <= g.max()] or [float(g.min())])
+    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
     ax.set_xlabel("init scale gamma")
     ax.set_ylabel("optimizer steps")
     ax.set_title(title or "Predicted critical window (bars: onset windows)", fontsize=9)

@@ -10,9 +10,9 @@ def _fmt(v) -> str:
     if isinstance(v, float):
         if math.isnan(v) or math.isinf(v):
             return str(v)
-        if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
+        if v != 0 and (abs(v) >= 1e7 or abs(v) < 1e-3):
             return f"{v:.3e}"
-        return f"{v:.4g}" if abs(v) < 1 else f"{v:,.1f}" if abs(v) >= 100 else f"{v:.3f}"
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
     return str(v)
 
 

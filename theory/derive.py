@@ -90,29 +90,33 @@ def _scalar_instance():
 
 
 def _reduced(sc):
-    """Fractions x = e m / y, rho = s e w1 w2 / y, Q = (w1^2 + w2^2) / (2 w0^2)."""
-    x, rho, Q, eps, lam, mu_m, mu_r, rho0 = sp.symbols(
-        "x rho Q epsilon lambda mu_m mu_r rho_0", real=True)
-    e, s, y, w1, w2 = sc["e"], sc["s"], sc["y"], sc["w1"], sc["w2"]
+    """Reduced system in x = e m / y, rho = s e w1 w2 / y, Q = (w1^2 + w2^2) / (2 w0^2).
+
+    The right-hand sides are stated in mu_m, mu_r, rho0 and checked against the chain rule
+    applied to the scalar instance's flow (all symbols, any P, lambda)."""
+    x, rho, Q, lam, mu_m, mu_r, rho0, w0 = sp.symbols(
+        "x rho Q lambda mu_m mu_r rho_0 w_0", real=True)
+    a, P, e, s, y, w1, w2 = (sc[k] for k in ("a", "P", "e", "s", "y", "w1", "w2"))
     m = sp.Symbol("m")
-    # check the chain rule on the scalar instance, then state the reduced system
-    drho = sp.expand((s * e / y) * (w2 * sc["dw1"] + w1 * sc["dw2"]))
-    resid = y - e * m - s * e * w1 * w2
-    expected = sp.expand(sc["a"] * sc["P"] * s**2 * e**2 * (w1**2 + w2**2) * resid / y
-                         - 2 * sc["lam"] * s * e * w1 * w2 / y)
-    assert sp.simplify(drho - expected) == 0
-    plain = {
-        "x": "dx/dt = mu_m * eps_a - lambda(t) * x_a ; dx_b/dt = mu_m * (1 - capacity - x_b) - lambda(t) * x_b",
-        "rho": "drho/dt = 2 mu_r Q eps_a - 2 lambda(t) rho   (bilinear; linear law: mu_r eps_a - lambda rho)",
-        "Q": "dQ/dt = 2 mu_r rho eps_a / rho_0^2 - 2 lambda(t) Q   (Q(0) = 1)",
-        "eps_a": "eps_a = capacity - x_a - rho",
-    }
-    latex = {
-        "x": rf"\dot x = {sp.latex(mu_m * eps - lam * x)}",
-        "rho": rf"\dot\rho = {sp.latex(2 * mu_r * Q * eps - 2 * lam * rho)}",
-        "Q": rf"\dot Q = {sp.latex(2 * mu_r * rho * eps / rho0**2 - 2 * lam * Q)}",
-        "eps": r"\epsilon = \rho_{max} - x - \rho",
-    }
+    eps = 1 - x - rho
+    rhs = {"x": mu_m * eps - lam * x,
+           "rho": 2 * mu_r * Q * eps - 2 * lam * rho,
+           "Q": 2 * mu_r * rho * eps / rho0**2 - 2 * lam * Q}
+    chain = {"x": (e / y) * sc["dm"],
+             "rho": (s * e / y) * (w2 * sc["dw1"] + w1 * sc["dw2"]),
+             "Q": (w1 * sc["dw1"] + w2 * sc["dw2"]) / w0**2}
+    defs = {x: e * m / y, rho: s * e * w1 * w2 / y, Q: (w1**2 + w2**2) / (2 * w0**2),
+            mu_m: a * e**2, mu_r: a * P * s**2 * e**2 * w0**2, rho0: s * e * w0**2 / y,
+            lam: sc["lam"]}
+    for k in rhs:
+        assert sp.simplify(rhs[k].subs(defs) - chain[k]) == 0, k
+    names = {"x": "dx/dt", "rho": "drho/dt", "Q": "dQ/dt"}
+    plain = {k: f"{names[k]} = {sp.sstr(v)}" for k, v in rhs.items()}
+    plain["note"] = ("bilinear law; the paper's linear law is drho/dt = mu_r*(1 - x - rho) - lambda*rho."
+                     " With targets only partly shareable, 1 -> capacity for (x_a, rho) and x_b"
+                     " relaxes to 1 - capacity at mu_m.")
+    latex = {k: rf"\dot{{{sp.latex(sym)}}} = {sp.latex(rhs[k])}"
+             for k, sym in (("x", x), ("rho", rho), ("Q", Q))}
     return plain, latex
 
 
