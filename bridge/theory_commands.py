@@ -90,8 +90,14 @@ def schedule_from_args(args) -> th.Schedule:
     return th.Schedule(T, tuple((a, b, v) for (a, b), v in zip(wins, lams)))
 
 
-def _out(args, name: str):
-    return None if args.no_figure else Path(args.out) / name
+def _attach_figure(args, name: str, plot, payload: dict, text: list) -> None:
+    """Unless --no-figure, call plot(path) and record the path in payload and text."""
+    if args.no_figure:
+        return
+    path = Path(args.out) / name
+    plot(path)
+    payload["figure"] = str(path)
+    text.append(f"figure: {path}")
 
 
 def _figure_args(p, default_name: str):
@@ -147,8 +153,8 @@ def cmd_predict(args):
     if args.method != "recipe":
         text.append(f"onset window: onsets s whose decay window [s, s+{args.width:g}) at {args.wd:g}"
                     f" ends with reasoning fraction >= {args.threshold:g} (T = {args.steps}).")
-    path = _out(args, "predict_windows.png")
-    if path is not None:
+
+    def plot(path):
         grid_g = np.geomspace(gammas.min() / 3, gammas.max() * 3, 50)
         grid = {}
         for m in ("recipe", "reduced"):
@@ -157,8 +163,7 @@ def cmd_predict(args):
             grid[m] = (grid_g, w["t1_steps"], w["t2_steps"])
         figures.plot_windows(grid, rows, path, f"d={s.d} K={s.keys} M={s.anchors} |P|={s.train_pairs}"
                              f" eta={s.eta:g} loss_norm={s.loss_norm} law={args.law}")
-        payload["figure"] = str(path)
-        text.append(f"figure: {path}")
+    _attach_figure(args, "predict_windows.png", plot, payload, text)
     return payload, "\n".join(text)
 
 
@@ -183,12 +188,9 @@ def cmd_schedule(args):
                "trajectory": {"step": steps, **traj}}
     text = [f"schedule: {sched.describe()} over {sched.total} steps (budget {sched.integral():g});"
             f" engine {args.engine}", format_table([{"gamma": s.gamma, **final}])]
-    path = _out(args, "schedule.png")
-    if path is not None:
-        figures.plot_schedule(steps, traj, sched.windows, path,
-                              f"gamma={s.gamma:g}, {sched.describe()}, engine={args.engine}")
-        payload["figure"] = str(path)
-        text.append(f"figure: {path}")
+    _attach_figure(args, "schedule.png", lambda path: figures.plot_schedule(
+        steps, traj, sched.windows, path, f"gamma={s.gamma:g}, {sched.describe()}, engine={args.engine}"),
+        payload, text)
     return payload, "\n".join(text)
 
 
@@ -241,12 +243,9 @@ def cmd_compare(args):
             f" max |difference| before / after step {out['split_step']:g}:", format_table(rows)]
     payload = {"setting": s.to_dict(), "schedule": sched.to_dict(), "law": args.law,
                "split_step": out["split_step"], **{k: out[k] for k in keys}, **final}
-    path = _out(args, "compare.png")
-    if path is not None:
-        figures.plot_compare(out["steps"], out, sched.windows, path,
-                             f"reduced ({args.law}) dashed vs full flow solid, gamma={s.gamma:g}")
-        payload["figure"] = str(path)
-        text.append(f"figure: {path}")
+    _attach_figure(args, "compare.png", lambda path: figures.plot_compare(
+        out["steps"], out, sched.windows, path,
+        f"reduced ({args.law}) dashed vs full flow solid, gamma={s.gamma:g}"), payload, text)
     return payload, "\n".join(text)
 
 
