@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from ..theory.errors import ConfigError
+from ..errors import ConfigError
 from . import theory_commands
 
 

@@ -7,10 +7,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .. import theory as th
-from ..theory.errors import ConfigError
+from ..errors import ConfigError
 from ..theory.reduced import LAWS
 from ..theory.rates import SIGMA_DEF_TEXT
-from ..theory.schedules import PLACEMENTS, parse_window
+from ..schedules import PLACEMENTS, parse_window
 from ..theory.setting import EMBEDDINGS, LOSS_NORMS, SIGMA_DEFS, TARGETS
 from ..theory.windows import METHODS
 from . import figures

@@ -1,4 +1,5 @@
-"""theory/ never imports torch or empirical; empirical never imports theory."""
+"""theory/ never imports torch or empirical; empirical never imports theory; the shared
+core (critwin/: errors, schedules) imports neither."""
 import ast
 from pathlib import Path
 
@@ -22,6 +23,8 @@ def imported_modules(folder: str):
 @pytest.mark.parametrize("folder,banned", [
     ("theory", ("torch", "critwin.empirical", "..empirical", "critwin.bridge", "..bridge")),
     ("empirical", ("critwin.theory", "..theory", "critwin.bridge", "..bridge")),
+    ("critwin", ("torch", "critwin.theory", ".theory", "critwin.empirical", ".empirical",
+                 "critwin.bridge", ".bridge")),
 ])
 def test_import_direction(folder, banned):
     bad = [(str(p.relative_to(ROOT)), m) for p, m in imported_modules(folder)

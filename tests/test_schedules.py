@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from critwin.theory import ConfigError, Schedule, compute_rates, simulate_reduced
-from critwin.theory.schedules import parse_window
+from critwin.schedules import parse_window
 
 
 @settings(max_examples=50, deadline=None)

@@ -4,13 +4,13 @@ Pure math (numpy, scipy, sympy); never imports torch or ``critwin.empirical``.
 """
 from .basin import basin, paper_bound
 from .derive import derive
-from .errors import ConfigError
+from ..errors import ConfigError
 from .flow import integrate_flow
 from .laws import compare_laws, escape_times
 from .optimizers import run_discrete
 from .rates import compute_rates
 from .reduced import crossing_times, simulate_reduced
-from .schedules import Schedule
+from ..schedules import Schedule
 from .setting import StylisedSetting, build_problem
 from .stylised import init_params
 from .windows import budget_comparison, onset_sweep, predict, simulate

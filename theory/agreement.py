@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .schedules import Schedule
+from ..schedules import Schedule
 from .setting import StylisedSetting
 from .windows import simulate
 

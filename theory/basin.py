@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ConfigError
+from ..errors import ConfigError
 from .flow import integrate_flow
 from .rates import compute_rates
-from .schedules import Schedule
+from ..schedules import Schedule
 from .setting import StylisedSetting, build_problem, check_gamma
 from .stylised import init_params
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from .schedules import Schedule
+from ..schedules import Schedule
 from .setting import Problem
 from .stylised import Params, couplings, reasoning_fraction
 

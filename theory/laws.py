@@ -7,7 +7,7 @@ from .flow import integrate_flow
 from .optimizers import run_discrete
 from .rates import compute_rates
 from .reduced import crossing_times
-from .schedules import Schedule
+from ..schedules import Schedule
 from .setting import StylisedSetting, build_problem, check_gamma
 from .stylised import init_params
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ConfigError
-from .schedules import Schedule
+from ..errors import ConfigError
+from ..schedules import Schedule
 from .setting import Problem
 from .stylised import Params, loss_and_grads, order_parameters, reasoning_fraction
 

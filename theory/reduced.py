@@ -20,8 +20,8 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from .errors import ConfigError
-from .schedules import Schedule
+from ..errors import ConfigError
+from ..schedules import Schedule
 
 LAWS = ("bilinear", "linear")
 

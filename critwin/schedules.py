@@ -1,8 +1,9 @@
 """Weight-decay schedules lambda(step) as piecewise-constant segments.
 
-A schedule is data: sorted, non-overlapping windows [start, end) with a value each,
-over a training horizon of `total` steps. Integrators read `breakpoints()` so they never
-step over an edge.
+Shared by both sides: the theory integrates them in continuous time (t = step * eta) and
+reads `breakpoints()` so it never steps over an edge; the training loop reads `value(step)`.
+A schedule is data: sorted, non-overlapping windows [start, end) with a value each, over
+a training horizon of `total` steps.
 """
 from __future__ import annotations
 
