@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 from ..errors import ConfigError
-from . import theory_commands
+from . import theory_commands, train_commands
 
 
 def _jsonable(o):
@@ -33,6 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
     theory = groups.add_parser("theory", help="rate equations and predicted windows (no training)",
                                description="Derive, integrate and predict with the stylised model.")
     theory_commands.register(theory.add_subparsers(dest="command", metavar="COMMAND", required=True))
+    training = groups.add_parser("train", help="train Transformers with interventions",
+                                 description="Train one run and store it (skipped if already stored).")
+    train_commands.register(training.add_subparsers(dest="command", metavar="TASK", required=True))
     return parser
 
 

@@ -43,8 +43,8 @@ def _setting_args(p, many_gammas: bool = True):
 
 def _schedule_args(p, default_windows=None):
     p.add_argument("--steps", type=int, default=20000, help="training length T in steps")
-    p.add_argument("--wd-window", action="append", metavar="START:END", default=None,
-                   help="decay window in steps (repeatable)")
+    p.add_argument("--wd-window", nargs="+", action="extend", metavar="START:END", default=None,
+                   help="decay window(s) in steps")
     p.add_argument("--wd", type=float, nargs="+", default=None,
                    help="decay inside the window(s): one value, or one per window")
     p.add_argument("--wd-const", type=float, default=None, help="constant decay for all of training")

@@ -1,5 +1,9 @@
 """Real training of the Transformers with interventions, and the run store.
 
-Imports torch; never imports ``critwin.theory``. Tasks, models, schedules and the
-training loop arrive with the empirical-core issue.
+Imports torch; never imports ``critwin.theory``.
 """
+from .config import TrainConfig
+from .store import CorruptRunError, Run, RunStore, load_runs, load_summaries
+from .train import train
+
+__all__ = ["CorruptRunError", "Run", "RunStore", "TrainConfig", "load_runs", "load_summaries", "train"]

@@ -1,0 +1,89 @@
+"""Handlers of `critwin train ...`: train one run (or return it from the store)."""
+from __future__ import annotations
+
+from ..empirical import RunStore, TrainConfig, train
+from ..empirical.interventions import PLACEMENTS, Freeze, Schedule, parse_window
+from ..errors import ConfigError
+from .table import format_table
+
+VARIANTS = {"permutation": "anchor_permutation", "shift": "anchor_shift"}
+
+
+def decay_windows(steps: int, wd: float, windows, placement, budget, width) -> tuple:
+    """--wd alone = constant decay; with --wd-window, the decay inside each window;
+    --budget-placement places one window of `width` holding lambda * width = budget."""
+    if placement is not None:
+        if windows:
+            raise ConfigError("budget_placement", placement, "either --wd-window or --budget-placement")
+        if budget is None or width is None:
+            raise ConfigError("budget", budget, "--budget and --width together with --budget-placement")
+        return Schedule.budget_matched(placement, budget, width, steps).windows
+    if windows:
+        return Schedule(steps, tuple((a, b, wd) for a, b in map(parse_window, windows))).windows
+    return Schedule.constant(wd, steps).windows if wd > 0 else ()
+
+
+def add_training_args(p):
+    p.add_argument("--gamma", type=float, default=0.8, help="init scale (see --init)")
+    p.add_argument("--init", choices=("multiplier", "exponent"), default="multiplier",
+                   help="multiplier: std = gamma/sqrt(d_in); exponent: std = d_in^-gamma")
+    p.add_argument("--d", type=int, default=64)
+    p.add_argument("--heads", type=int, default=2)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--steps", type=int, default=20000)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--optimizer", choices=("adamw", "sgd"), default="adamw")
+    p.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--wd", type=float, default=0.0,
+                   help="decay lambda: constant, or inside --wd-window (theta -= lr*lambda*theta per step)")
+    p.add_argument("--wd-window", nargs="+", action="extend", metavar="START:END", default=None)
+    p.add_argument("--budget-placement", choices=PLACEMENTS, default=None)
+    p.add_argument("--budget", type=float, default=None, help="lambda * width, e.g. 20")
+    p.add_argument("--width", type=float, default=None)
+    p.add_argument("--freeze", nargs="+", action="extend", metavar="COMPONENT@STEP", default=None,
+                   help="freeze a component from a step: embedding, unembed, final_ln, layerI[.attn|.mlp]")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--task-seed", type=int, default=0)
+    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--store", default="runs", help="run store folder")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+
+
+def config_from_args(args, task: str) -> TrainConfig:
+    if args.wd < 0:
+        raise ConfigError("wd", args.wd, "a weight decay >= 0")
+    freeze = tuple((f.component, f.step) for f in map(Freeze.parse, args.freeze or []))
+    return TrainConfig(task=task, task_seed=args.task_seed, d=args.d, heads=args.heads,
+                       layers=args.layers, init=args.init, gamma=args.gamma, optimizer=args.optimizer,
+                       lr=args.lr, momentum=args.momentum, batch_size=args.batch_size, steps=args.steps,
+                       wd_windows=decay_windows(args.steps, args.wd, args.wd_window, args.budget_placement,
+                                                args.budget, args.width),
+                       freeze=freeze, seed=args.seed, eval_every=args.eval_every, device=args.device)
+
+
+def cmd_anchor(args):
+    cfg = config_from_args(args, VARIANTS[args.variant])
+    store = RunStore(args.store)
+    run_id = cfg.run_id()
+    cached = store.has(run_id)
+    run = store.load(run_id) if cached else train(cfg, progress=not args.no_progress)
+    path = store.save(run)
+    final = run.summary["final"]
+    payload = {"run_id": run_id, "path": str(path), "cached": cached, "status": run.summary["status"],
+               "final": final, "summary": run.summary, "config": run.config}
+    keys = [k for k in ("train_acc", "ood_acc", "id_test_acc", "ood_symmetric_rate", "weight_norm") if k in final]
+    text = [f"run {run_id} ({'already in the store' if cached else run.summary['status']}): {path}",
+            format_table([{k: final[k] for k in keys}]),
+            f"{run.summary['seconds_per_step'] * 1000:.2f} ms/step, {run.summary['wall_seconds']:.1f} s"]
+    return payload, "\n".join(text)
+
+
+def register(sub):
+    p = sub.add_parser("anchor", help="train on an anchor-function task",
+                       description="Train the Transformer on the permutation or shift anchor task.")
+    p.add_argument("--variant", choices=tuple(VARIANTS), default="permutation")
+    add_training_args(p)
+    p.set_defaults(handler=cmd_anchor)

@@ -1,0 +1,188 @@
+"""The run store: one folder per run, named by the hash of its resolved config.
+
+A run folder holds config.json, summary.json, environment.json and metrics.parquet
+(tidy: step, split, metric, value). It is written under a temporary name and renamed
+into place, so a run is either complete or absent; anything else found in the store is
+reported as corrupt, never silently read.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .config import TrainConfig
+
+FILES = ("config.json", "summary.json", "environment.json", "metrics.parquet")
+TMP_PREFIX = ".tmp-"
+
+
+class CorruptRunError(RuntimeError):
+    """A run folder that is incomplete, unreadable or does not match its name."""
+
+    def __init__(self, path, reason: str):
+        self.path, self.reason = Path(path), reason
+        super().__init__(f"corrupt run folder {path}: {reason}")
+
+
+@dataclass
+class Run:
+    config: dict          # TrainConfig.resolved()
+    metrics: pd.DataFrame  # step, split, metric, value
+    summary: dict
+    environment: dict
+
+    @property
+    def run_id(self) -> str:
+        return TrainConfig.from_dict(self.config).run_id()
+
+
+def _write_json(path: Path, obj) -> None:
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1, sort_keys=True, allow_nan=True)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+class RunStore:
+    """Folder-backed store: save(run), load(run_id), complete ids, corrupt folders."""
+
+    def __init__(self, root):
+        self.root = Path(root)
+
+    def path(self, run_id: str) -> Path:
+        return self.root / run_id
+
+    def has(self, run_id: str) -> bool:
+        return self.path(run_id).is_dir()
+
+    def save(self, run: Run) -> Path:
+        """Write atomically; an existing complete run with the same id is kept as it is."""
+        run_id = run.run_id
+        final = self.path(run_id)
+        if final.is_dir():
+            return final
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / f"{TMP_PREFIX}{run_id}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        try:
+            _write_json(tmp / "config.json", run.config)
+            _write_json(tmp / "summary.json", run.summary)
+            _write_json(tmp / "environment.json", run.environment)
+            run.metrics.to_parquet(tmp / "metrics.parquet", index=False)
+            os.rename(tmp, final)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if final.is_dir():      # another writer finished the same run first
+                return final
+            raise
+        return final
+
+    def load(self, run_id: str) -> Run:
+        return read_run(self.path(run_id))
+
+    def scan(self) -> tuple[list[str], list[CorruptRunError]]:
+        """(complete run ids, problems): leftover temporary folders count as problems."""
+        ok, bad = [], []
+        if not self.root.is_dir():
+            return ok, bad
+        for p in sorted(self.root.iterdir()):
+            if not p.is_dir():
+                continue
+            if p.name.startswith(TMP_PREFIX):
+                bad.append(CorruptRunError(p, "half-written (a temporary folder left by an interrupted save)"))
+                continue
+            try:
+                check_run(p)
+                ok.append(p.name)
+            except CorruptRunError as e:
+                bad.append(e)
+        return ok, bad
+
+
+def check_run(path: Path) -> None:
+    missing = [f for f in FILES if not (path / f).is_file()]
+    if missing:
+        raise CorruptRunError(path, "missing " + ", ".join(missing))
+
+
+def read_run(path) -> Run:
+    path = Path(path)
+    check_run(path)
+    try:
+        config = json.loads((path / "config.json").read_text())
+        summary = json.loads((path / "summary.json").read_text())
+        env = json.loads((path / "environment.json").read_text())
+        metrics = pd.read_parquet(path / "metrics.parquet")
+    except (ValueError, OSError) as e:
+        raise CorruptRunError(path, f"unreadable ({type(e).__name__}: {e})") from None
+    try:
+        run_id = TrainConfig.from_dict(config).run_id()
+    except Exception as e:  # noqa: BLE001 - any failure to rebuild the config is corruption
+        raise CorruptRunError(path, f"config.json is not a valid TrainConfig ({e})") from None
+    if run_id != path.name:
+        raise CorruptRunError(path, f"config hash {run_id} does not match the folder name")
+    if list(metrics.columns) != ["step", "split", "metric", "value"]:
+        raise CorruptRunError(path, f"metrics.parquet has columns {list(metrics.columns)}")
+    return Run(config, metrics, summary, env)
+
+
+def _config_columns(config: dict) -> dict:
+    out = {k: v for k, v in config.items() if not isinstance(v, list)}
+    out["wd_windows"] = ";".join(f"{a:g}:{b:g}@{v:g}" for a, b, v in config["wd_windows"]) or "none"
+    out["freeze"] = ";".join(f"{c}@{s}" for c, s in config["freeze"]) or "none"
+    out["betas"] = ",".join(f"{b:g}" for b in config["betas"])
+    return out
+
+
+def _collect(path, on_corrupt: str):
+    if on_corrupt not in ("raise", "skip"):
+        raise ValueError("on_corrupt must be 'raise' or 'skip'")
+    store = RunStore(path)
+    ids, bad = store.scan()
+    if bad:
+        msg = "; ".join(str(b) for b in bad)
+        if on_corrupt == "raise":
+            raise CorruptRunError(path, f"{len(bad)} bad run folder(s): {msg}")
+        warnings.warn(f"skipped {len(bad)} bad run folder(s): {msg}", stacklevel=3)
+    runs = []
+    for rid in ids:
+        try:
+            runs.append((rid, store.load(rid)))
+        except CorruptRunError as e:
+            if on_corrupt == "raise":
+                raise
+            warnings.warn(f"skipped: {e}", stacklevel=3)
+    return runs
+
+
+def load_runs(path, on_corrupt: str = "raise") -> pd.DataFrame:
+    """Every logged metric of every run in the store as one tidy DataFrame.
+
+    Columns: run_id, the flattened config fields, step, split, metric, value.
+    """
+    frames = []
+    for rid, run in _collect(path, on_corrupt):
+        m = run.metrics.copy()
+        for k, v in _config_columns(run.config).items():
+            m[k] = v
+        m.insert(0, "run_id", rid)
+        frames.append(m)
+    if not frames:
+        return pd.DataFrame(columns=["run_id", "step", "split", "metric", "value"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def load_summaries(path, on_corrupt: str = "raise") -> pd.DataFrame:
+    """One row per run: run_id, config fields, final_* metrics and run status."""
+    rows = [{"run_id": rid, **_config_columns(run.config),
+             **{k: v for k, v in run.summary.items() if not isinstance(v, (dict, list))},
+             **{f"final_{k}": v for k, v in run.summary.get("final", {}).items()}}
+            for rid, run in _collect(path, on_corrupt)]
+    return pd.DataFrame(rows)

@@ -1,0 +1,112 @@
+"""The training loop: one TrainConfig in, one Run (config, tidy metrics, summary, env) out."""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from ..errors import ConfigError
+from .config import TrainConfig
+from .environment import environment
+from .interventions import apply_decay, frozen_parameters
+from .metrics import condensation_index, evaluate_split, ov_qk_alignment, weight_norm
+from .models import ModelConfig, Transformer
+from .store import Run
+from .tasks import make_task
+
+
+def build_model(cfg: TrainConfig, vocab_size: int, seq_len: int) -> Transformer:
+    return Transformer(ModelConfig(vocab_size, seq_len, cfg.d, cfg.heads, cfg.layers,
+                                   cfg.mlp_ratio, cfg.init, cfg.gamma))
+
+
+def build_optimizer(cfg: TrainConfig, params):
+    if cfg.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=0.0)
+    return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum)
+
+
+def _device(name: str) -> torch.device:
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device", name, "cpu, or cuda on a machine with a CUDA GPU (none found)")
+    return torch.device(name)
+
+
+def log_metrics(model, data, step: int, device, rows: list) -> dict:
+    """Evaluate every split and the weight metrics; append tidy rows; return a flat dict."""
+    model.eval()
+    flat = {}
+    for name, split in data.splits.items():
+        for metric, value in evaluate_split(model, split, device).items():
+            rows.append((step, name, metric, value))
+            flat[f"{name}_{metric}"] = value
+    for metric, value in (("weight_norm", weight_norm(model.decayed_weights())),
+                          ("condensation", condensation_index(model)),
+                          ("ov_qk_alignment", ov_qk_alignment(model))):
+        rows.append((step, "model", metric, value))
+        flat[metric] = value
+    model.train()
+    return flat
+
+
+def train(cfg: TrainConfig, progress: bool = True) -> Run:
+    """Train one model. Deterministic on CPU for a given config (seeded init and batches)."""
+    device = _device(cfg.device)
+    torch.manual_seed(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    data = make_task(cfg.task, cfg.task_seed).generate()
+    train_split = data.splits["train"]
+    if cfg.batch_size > len(train_split):
+        raise ConfigError("batch_size", cfg.batch_size, f"at most the {len(train_split)} training examples")
+    model = build_model(cfg, data.vocab_size, data.seq_len).to(device)
+    opt = build_optimizer(cfg, model.parameters())
+    comps = model.components()
+    freezes = cfg.freezes()
+    for f in freezes:
+        f.validate(comps, cfg.steps)
+    decayed = model.decayed_weights()
+    lam = cfg.schedule().value(np.arange(cfg.steps))
+    x = torch.as_tensor(train_split.inputs, device=device)
+    y = torch.as_tensor(train_split.targets, device=device)
+    n, B = len(y), cfg.batch_size
+    perm, ptr = torch.randperm(n, generator=gen), 0
+    rows: list = []
+    last = log_metrics(model, data, 0, device, rows)
+    status, error, t0 = "complete", None, time.perf_counter()
+    bar = tqdm(total=cfg.steps, desc=f"{cfg.task} seed {cfg.seed}", unit="step",
+               disable=not progress, leave=False, mininterval=0.5)
+    for step in range(cfg.steps):
+        if ptr + B > n:
+            perm, ptr = torch.randperm(n, generator=gen), 0
+        idx = perm[ptr:ptr + B].to(device)
+        ptr += B
+        loss = F.cross_entropy(model(x[idx]), y[idx])
+        if not math.isfinite(loss.item()):
+            status, error = "diverged", f"non-finite training loss at step {step}"
+            break
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        frozen = frozen_parameters(freezes, comps, step)
+        for p in frozen:
+            p.grad = None   # the optimizer skips it: no update, no moment update
+        opt.step()
+        apply_decay(decayed, cfg.lr, float(lam[step]), skip=frozen)
+        if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
+            last = log_metrics(model, data, step + 1, device, rows)
+            bar.set_postfix(train_acc=f"{last['train_acc']:.3f}", ood_acc=f"{last['ood_acc']:.3f}",
+                            refresh=False)
+        bar.update(1)
+    bar.close()
+    wall = time.perf_counter() - t0
+    metrics = pd.DataFrame(rows, columns=["step", "split", "metric", "value"])
+    metrics["step"] = metrics["step"].astype("int64")
+    summary = {"status": status, "error": error, "steps_done": int(metrics["step"].max()),
+               "wall_seconds": wall, "seconds_per_step": wall / max(1, int(metrics["step"].max())),
+               "final": last, "n_parameters": sum(p.numel() for p in model.parameters()),
+               "task_info": {k: v for k, v in data.info.items() if k in ("chance", "id_modulus")}}
+    return Run(cfg.resolved(), metrics, summary, environment(cfg.device))
