@@ -83,3 +83,37 @@ def test_compare_json(capsys, tmp_path):
                        "--wd", "2", "--steps", "300", "--out", str(tmp_path), *SMALL)
     assert code == 0 and {"x_maxdiff_early", "rho_maxdiff_late", "final_reasoning_fraction_full"} <= set(d)
     assert (tmp_path / "compare.png").exists()
+
+
+TINY_TRAIN = ["--d", "16", "--steps", "20", "--batch-size", "32", "--eval-every", "10", "--no-progress"]
+
+
+def test_train_anchor_json_and_cache(capsys, tmp_path):
+    argv = ["train", "anchor", *TINY_TRAIN, "--wd-window", "5:10", "--wd", "0.5", "--store", str(tmp_path)]
+    code, d = run_json(capsys, *argv)
+    assert code == 0 and {"run_id", "path", "final"} <= set(d) and d["cached"] is False
+    assert {"train_acc", "ood_acc"} <= set(d["final"])
+    assert d["config"]["wd_windows"] == [[5.0, 10.0, 0.5]]
+    code, again = run_json(capsys, *argv)
+    assert again["cached"] is True and again["final"] == d["final"]
+
+
+def test_train_shift_budget_and_freeze(capsys, tmp_path):
+    code, d = run_json(capsys, "train", "anchor", "--variant", "shift", *TINY_TRAIN, "--budget-placement",
+                       "middle", "--budget", "2", "--width", "10", "--freeze", "layer1@15", "--store", str(tmp_path))
+    assert code == 0 and d["config"]["wd_windows"] == [[5.0, 15.0, 0.2]]
+    assert d["config"]["freeze"] == [["layer1", 15]] and "ood_symmetric_rate" in d["final"]
+
+
+@pytest.mark.parametrize("extra,field", [
+    (["--wd-window", "10:40", "--wd", "1"], "wd_window"),
+    (["--gamma", "-1"], "gamma"),
+    (["--freeze", "layer9@5"], "freeze"),
+    (["--freeze", "layer0"], "freeze"),
+    (["--budget-placement", "early"], "budget"),
+])
+def test_train_bad_input(capsys, tmp_path, extra, field):
+    code = main(["train", "anchor", *TINY_TRAIN, "--store", str(tmp_path), *extra, "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 2 and out["field"] == field
+    assert not any(tmp_path.iterdir())   # nothing half-written
