@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..empirical import RunStore, TrainConfig, train
+from ..empirical.models import ModelConfig
 from ..empirical.interventions import PLACEMENTS, Freeze, Schedule, parse_window
 from ..errors import ConfigError
 from .table import format_table
@@ -56,8 +57,8 @@ def config_from_args(args, task: str) -> TrainConfig:
     if args.wd < 0:
         raise ConfigError("wd", args.wd, "a weight decay >= 0")
     freeze = tuple((f.component, f.step) for f in map(Freeze.parse, args.freeze or []))
-    return TrainConfig(task=task, task_seed=args.task_seed, d=args.d, heads=args.heads,
-                       layers=args.layers, init=args.init, gamma=args.gamma, optimizer=args.optimizer,
+    model = ModelConfig(d=args.d, heads=args.heads, layers=args.layers, init=args.init, gamma=args.gamma)
+    return TrainConfig(task=task, task_seed=args.task_seed, model=model, optimizer=args.optimizer,
                        lr=args.lr, momentum=args.momentum, batch_size=args.batch_size, steps=args.steps,
                        wd_windows=decay_windows(args.steps, args.wd, args.wd_window, args.budget_placement,
                                                 args.budget, args.width),

@@ -4,12 +4,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 
 from ..errors import ConfigError
 from ..schedules import Schedule
 from .interventions.freeze import Freeze
-from .models.transformer import INITS
+from .models.transformer import ModelConfig
 from .tasks import TASKS
 
 OPTIMIZERS = ("adamw", "sgd")
@@ -21,12 +21,7 @@ CONFIG_VERSION = 1
 class TrainConfig:
     task: str = "anchor_permutation"
     task_seed: int = 0
-    d: int = 64
-    heads: int = 2
-    layers: int = 2
-    mlp_ratio: int = 4
-    init: str = "multiplier"
-    gamma: float = 0.8
+    model: ModelConfig = ModelConfig()
     optimizer: str = "adamw"
     lr: float = 3e-3
     betas: tuple = (0.9, 0.98)
@@ -45,17 +40,15 @@ class TrainConfig:
         object.__setattr__(self, "freeze", tuple((str(c), int(s)) for c, s in self.freeze))
         if self.task not in TASKS:
             raise ConfigError("task", self.task, "one of " + ", ".join(TASKS))
-        for f in ("d", "heads", "layers", "mlp_ratio", "batch_size", "steps", "eval_every"):
+        if isinstance(self.model, dict):
+            object.__setattr__(self, "model", ModelConfig(**self.model))
+        for f in ("batch_size", "steps", "eval_every"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f, v, "a positive integer")
         for f in ("seed", "task_seed"):
             if isinstance(getattr(self, f), bool) or not isinstance(getattr(self, f), int) or getattr(self, f) < 0:
                 raise ConfigError(f, getattr(self, f), "an integer >= 0")
-        if self.init not in INITS:
-            raise ConfigError("init", self.init, "one of " + ", ".join(INITS))
-        if not (math.isfinite(self.gamma) and self.gamma > 0):
-            raise ConfigError("gamma", self.gamma, "an init scale > 0")
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError("optimizer", self.optimizer, "one of " + ", ".join(OPTIMIZERS))
         if not (math.isfinite(self.lr) and self.lr > 0):
@@ -66,8 +59,6 @@ class TrainConfig:
             raise ConfigError("momentum", self.momentum, "a number in [0, 1)")
         if self.device not in DEVICES:
             raise ConfigError("device", self.device, "one of " + ", ".join(DEVICES))
-        if self.d % self.heads:
-            raise ConfigError("heads", self.heads, f"a divisor of d = {self.d}")
         self.schedule()  # validates the windows against the training length
         for c, s in self.freeze:
             Freeze(c, s)
@@ -85,6 +76,7 @@ class TrainConfig:
         d = asdict(self)
         d["betas"], d["wd_windows"] = list(self.betas), [list(w) for w in self.wd_windows]
         d["freeze"] = [list(f) for f in self.freeze]
+        d["model"] = self.model.to_dict()
         d["config_version"] = CONFIG_VERSION
         return d
 
@@ -100,3 +92,7 @@ class TrainConfig:
             raise ConfigError("config", sorted(unknown), "only TrainConfig fields: " + ", ".join(sorted(names)))
         return cls(**{k: (tuple(tuple(x) if isinstance(x, list) else x for x in v) if isinstance(v, list) else v)
                       for k, v in d.items() if k in names})
+
+    def with_model(self, **changes) -> "TrainConfig":
+        """A copy with architecture/init fields changed (d, heads, layers, init, gamma, ...)."""
+        return replace(self, model=replace(self.model, **changes))

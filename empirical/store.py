@@ -134,7 +134,8 @@ def read_run(path) -> Run:
 
 
 def _config_columns(config: dict) -> dict:
-    out = {k: v for k, v in config.items() if not isinstance(v, list)}
+    out = {k: v for k, v in config.items() if not isinstance(v, (list, dict))}
+    out.update(config["model"])
     out["wd_windows"] = ";".join(f"{a:g}:{b:g}@{v:g}" for a, b, v in config["wd_windows"]) or "none"
     out["freeze"] = ";".join(f"{c}@{s}" for c, s in config["freeze"]) or "none"
     out["betas"] = ",".join(f"{b:g}" for b in config["betas"])

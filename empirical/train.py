@@ -15,14 +15,13 @@ from .config import TrainConfig
 from .environment import environment
 from .interventions import apply_decay, frozen_parameters
 from .metrics import condensation_index, evaluate_split, ov_qk_alignment, weight_norm
-from .models import ModelConfig, Transformer
+from .models import Transformer
 from .store import Run
 from .tasks import make_task
 
 
 def build_model(cfg: TrainConfig, vocab_size: int, seq_len: int) -> Transformer:
-    return Transformer(ModelConfig(vocab_size, seq_len, cfg.d, cfg.heads, cfg.layers,
-                                   cfg.mlp_ratio, cfg.init, cfg.gamma))
+    return Transformer(cfg.model, vocab_size, seq_len)
 
 
 def build_optimizer(cfg: TrainConfig, params):

@@ -12,7 +12,7 @@ from critwin.empirical.models import ModelConfig, Transformer
 from critwin.empirical.train import build_model, build_optimizer
 from critwin.errors import ConfigError
 
-TINY = dict(d=16, heads=2, layers=2, steps=30, batch_size=32, eval_every=10)
+TINY = dict(model=ModelConfig(d=16), steps=30, batch_size=32, eval_every=10)
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_shift_task_logs_id_and_symmetric_rate():
 @pytest.mark.parametrize("init,gamma", [("multiplier", 0.8), ("exponent", 0.5)])
 def test_init_conventions(init, gamma):
     torch.manual_seed(0)
-    m = Transformer(ModelConfig(24, 3, d=64, mlp_ratio=4, init=init, gamma=gamma))
+    m = Transformer(ModelConfig(d=64, mlp_ratio=4, init=init, gamma=gamma), 24, 3)
     w = m.blocks[0].mlp[2].weight          # fan-in 256
     expect = gamma / 16 if init == "multiplier" else 256 ** -gamma
     assert w.std().item() == pytest.approx(expect, rel=0.05)
@@ -100,7 +100,7 @@ def test_frozen_layer_is_bit_identical_in_training_loop(monkeypatch):
 
 
 def test_decay_touches_weights_not_embeddings():
-    m = Transformer(ModelConfig(24, 3, d=16))
+    m = Transformer(ModelConfig(d=16), 24, 3)
     ids = {id(w) for w in m.decayed_weights()}
     assert id(m.tok.weight) not in ids and id(m.pos.weight) not in ids and id(m.unembed.weight) in ids
     w = m.decayed_weights()[0]
@@ -111,7 +111,7 @@ def test_decay_touches_weights_not_embeddings():
 
 def test_weight_metrics():
     assert participation_ratio(torch.eye(5)) == pytest.approx(5.0)
-    m = Transformer(ModelConfig(24, 3, d=16))
+    m = Transformer(ModelConfig(d=16), 24, 3)
     assert 0.0 <= ov_qk_alignment(m) <= 1.0 + 1e-9
 
 
@@ -153,9 +153,9 @@ def test_corrupt_run_folders_are_reported(tmp_path, tiny_run, damage):
 
 
 @pytest.mark.parametrize("kwargs,field", [
-    ({"gamma": 0.0}, "gamma"), ({"task": "modarith9"}, "task"), ({"optimizer": "lion"}, "optimizer"),
+    ({"model": {"gamma": 0.0}}, "gamma"), ({"task": "modarith9"}, "task"), ({"optimizer": "lion"}, "optimizer"),
     ({"wd_windows": ((5000, 4000, 1e-3),)}, "wd_window"), ({"wd_windows": ((0, 30000, 1e-3),)}, "wd_window"),
-    ({"freeze": (("layer0", 50000),)}, "freeze"), ({"heads": 3}, "heads"), ({"device": "tpu"}, "device"),
+    ({"freeze": (("layer0", 50000),)}, "freeze"), ({"model": {"heads": 3}}, "heads"), ({"device": "tpu"}, "device"),
 ])
 def test_bad_config_names_the_field(kwargs, field):
     with pytest.raises(ConfigError) as e:

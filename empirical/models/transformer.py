@@ -22,8 +22,8 @@ INITS = ("multiplier", "exponent")
 
 @dataclass(frozen=True)
 class ModelConfig:
-    vocab_size: int
-    seq_len: int
+    """Architecture and init; the vocabulary and sequence length come from the task."""
+
     d: int = 64
     heads: int = 2
     layers: int = 2
@@ -32,7 +32,7 @@ class ModelConfig:
     gamma: float = 0.8
 
     def __post_init__(self):
-        for f in ("vocab_size", "seq_len", "d", "heads", "layers", "mlp_ratio"):
+        for f in ("d", "heads", "layers", "mlp_ratio"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f, v, "a positive integer")
@@ -53,11 +53,11 @@ class ModelConfig:
 
 
 class Attention(nn.Module):
-    def __init__(self, c: ModelConfig):
+    def __init__(self, c: ModelConfig, seq_len: int):
         super().__init__()
         self.heads = c.heads
         self.q, self.k, self.v, self.o = (nn.Linear(c.d, c.d) for _ in range(4))
-        self.register_buffer("mask", torch.tril(torch.ones(c.seq_len, c.seq_len, dtype=torch.bool)))
+        self.register_buffer("mask", torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool)))
 
     def forward(self, x):
         B, T, D = x.shape
@@ -72,10 +72,10 @@ class Attention(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, c: ModelConfig):
+    def __init__(self, c: ModelConfig, seq_len: int):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(c.d), nn.LayerNorm(c.d)
-        self.attn = Attention(c)
+        self.attn = Attention(c, seq_len)
         self.mlp = nn.Sequential(nn.Linear(c.d, c.mlp_ratio * c.d), nn.GELU(),
                                  nn.Linear(c.mlp_ratio * c.d, c.d))
 
@@ -85,14 +85,14 @@ class Block(nn.Module):
 
 
 class Transformer(nn.Module):
-    def __init__(self, c: ModelConfig):
+    def __init__(self, c: ModelConfig, vocab_size: int, seq_len: int):
         super().__init__()
         self.config = c
-        self.tok = nn.Embedding(c.vocab_size, c.d)
-        self.pos = nn.Embedding(c.seq_len, c.d)
-        self.blocks = nn.ModuleList(Block(c) for _ in range(c.layers))
+        self.tok = nn.Embedding(vocab_size, c.d)
+        self.pos = nn.Embedding(seq_len, c.d)
+        self.blocks = nn.ModuleList(Block(c, seq_len) for _ in range(c.layers))
         self.ln_f = nn.LayerNorm(c.d)
-        self.unembed = nn.Linear(c.d, c.vocab_size, bias=False)
+        self.unembed = nn.Linear(c.d, vocab_size, bias=False)
         self.reset_parameters()
 
     @torch.no_grad()
