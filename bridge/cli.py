@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 from ..errors import ConfigError
-from . import theory_commands, train_commands
+from . import sweep_commands, theory_commands, train_commands
 
 
 def _jsonable(o):
@@ -36,6 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
     training = groups.add_parser("train", help="train Transformers with interventions",
                                  description="Train one run and store it (skipped if already stored).")
     train_commands.register(training.add_subparsers(dest="command", metavar="TASK", required=True))
+    sweep = groups.add_parser("sweep", help="grids of runs on local processes or Dask",
+                              description="Run, resume and bisect sweeps of training runs.")
+    sweep_commands.register_sweep(sweep.add_subparsers(dest="command", metavar="COMMAND", required=True))
+    runs = groups.add_parser("runs", help="inspect and aggregate the run store")
+    sweep_commands.register_runs(runs.add_subparsers(dest="command", metavar="COMMAND", required=True))
     return parser
 
 

@@ -2,26 +2,12 @@
 from __future__ import annotations
 
 from ..empirical import RunStore, TrainConfig, train
-from ..empirical.models import ModelConfig
-from ..empirical.interventions import PLACEMENTS, Freeze, Schedule, parse_window
+from ..empirical.interventions import PLACEMENTS
+from ..empirical.sweep import config_from_flat
 from ..errors import ConfigError
 from .table import format_table
 
 VARIANTS = {"permutation": "anchor_permutation", "shift": "anchor_shift"}
-
-
-def decay_windows(steps: int, wd: float, windows, placement, budget, width) -> tuple:
-    """--wd alone = constant decay; with --wd-window, the decay inside each window;
-    --budget-placement places one window of `width` holding lambda * width = budget."""
-    if placement is not None:
-        if windows:
-            raise ConfigError("budget_placement", placement, "either --wd-window or --budget-placement")
-        if budget is None or width is None:
-            raise ConfigError("budget", budget, "--budget and --width together with --budget-placement")
-        return Schedule.budget_matched(placement, budget, width, steps).windows
-    if windows:
-        return Schedule(steps, tuple((a, b, wd) for a, b in map(parse_window, windows))).windows
-    return Schedule.constant(wd, steps).windows if wd > 0 else ()
 
 
 def add_training_args(p):
@@ -54,15 +40,16 @@ def add_training_args(p):
 
 
 def config_from_args(args, task: str) -> TrainConfig:
-    if args.wd < 0:
-        raise ConfigError("wd", args.wd, "a weight decay >= 0")
-    freeze = tuple((f.component, f.step) for f in map(Freeze.parse, args.freeze or []))
-    model = ModelConfig(d=args.d, heads=args.heads, layers=args.layers, init=args.init, gamma=args.gamma)
-    return TrainConfig(task=task, task_seed=args.task_seed, model=model, optimizer=args.optimizer,
-                       lr=args.lr, momentum=args.momentum, batch_size=args.batch_size, steps=args.steps,
-                       wd_windows=decay_windows(args.steps, args.wd, args.wd_window, args.budget_placement,
-                                                args.budget, args.width),
-                       freeze=freeze, seed=args.seed, eval_every=args.eval_every, device=args.device)
+    """The flat sweep keys, from command-line options (one grid point)."""
+    flat = {"task": task, "task_seed": args.task_seed, "d": args.d, "heads": args.heads,
+            "layers": args.layers, "init": args.init, "gamma": args.gamma, "optimizer": args.optimizer,
+            "lr": args.lr, "momentum": args.momentum, "batch_size": args.batch_size, "steps": args.steps,
+            "wd": args.wd, "wd_window": args.wd_window, "budget_placement": args.budget_placement,
+            "budget": args.budget, "width": args.width, "freeze": args.freeze, "seed": args.seed,
+            "eval_every": args.eval_every, "device": args.device}
+    if args.budget_placement is not None and args.wd_window:
+        raise ConfigError("budget_placement", args.budget_placement, "either --wd-window or --budget-placement")
+    return config_from_flat(flat)
 
 
 def cmd_anchor(args):

@@ -62,27 +62,55 @@ class RunStore:
     def has(self, run_id: str) -> bool:
         return self.path(run_id).is_dir()
 
-    def save(self, run: Run) -> Path:
-        """Write atomically; an existing complete run with the same id is kept as it is."""
+    def save(self, run: Run, replace: bool = False) -> Path:
+        """Write atomically. An existing run with the same id is kept as it is, unless
+        `replace` (used to retry failed runs): then the new folder is swapped in."""
         run_id = run.run_id
         final = self.path(run_id)
-        if final.is_dir():
+        if final.is_dir() and not replace:
             return final
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f"{TMP_PREFIX}{run_id}-{uuid.uuid4().hex[:8]}"
+        tmp = self.root / f"{TMP_PREFIX}{run_id}-p{os.getpid()}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
         try:
             _write_json(tmp / "config.json", run.config)
             _write_json(tmp / "summary.json", run.summary)
             _write_json(tmp / "environment.json", run.environment)
             run.metrics.to_parquet(tmp / "metrics.parquet", index=False)
-            os.rename(tmp, final)
+            if final.is_dir():
+                old = self.root / f"{TMP_PREFIX}old-{run_id}-p{os.getpid()}-{uuid.uuid4().hex[:8]}"
+                os.rename(final, old)
+                os.rename(tmp, final)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.rename(tmp, final)
         except OSError:
             shutil.rmtree(tmp, ignore_errors=True)
             if final.is_dir():      # another writer finished the same run first
                 return final
             raise
         return final
+
+    def status(self, run_id: str) -> str | None:
+        """'complete', 'failed', 'diverged', or None when the run is not stored."""
+        try:
+            return json.loads((self.path(run_id) / "summary.json").read_text()).get("status")
+        except (OSError, ValueError):
+            return None
+
+    def clean_stale(self) -> list[Path]:
+        """Remove temporary folders left by writers that are no longer running."""
+        removed = []
+        if not self.root.is_dir():
+            return removed
+        for p in self.root.glob(f"{TMP_PREFIX}*"):
+            parts = p.name.split("-")
+            pid = next((int(x[1:]) for x in parts[2:] if x[:1] == "p" and x[1:].isdigit()), None)
+            if pid is not None and pid != os.getpid() and _alive(pid):
+                continue
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+        return removed
 
     def load(self, run_id: str) -> Run:
         return read_run(self.path(run_id))
@@ -104,6 +132,16 @@ class RunStore:
             except CorruptRunError as e:
                 bad.append(e)
         return ok, bad
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def check_run(path: Path) -> None:
@@ -136,6 +174,10 @@ def read_run(path) -> Run:
 def _config_columns(config: dict) -> dict:
     out = {k: v for k, v in config.items() if not isinstance(v, (list, dict))}
     out.update(config["model"])
+    wins = config["wd_windows"]
+    out["wd_window_start"] = wins[0][0] if len(wins) == 1 else None
+    out["wd_width"] = wins[0][1] - wins[0][0] if len(wins) == 1 else None
+    out["wd_value"] = wins[0][2] if len(wins) == 1 else None
     out["wd_windows"] = ";".join(f"{a:g}:{b:g}@{v:g}" for a, b, v in config["wd_windows"]) or "none"
     out["freeze"] = ";".join(f"{c}@{s}" for c, s in config["freeze"]) or "none"
     out["betas"] = ",".join(f"{b:g}" for b in config["betas"])

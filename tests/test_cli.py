@@ -117,3 +117,27 @@ def test_train_bad_input(capsys, tmp_path, extra, field):
     out = json.loads(capsys.readouterr().out)
     assert code == 2 and out["field"] == field
     assert not any(tmp_path.iterdir())   # nothing half-written
+
+
+def test_sweep_and_runs_summary_cli(capsys, tmp_path):
+    store = str(tmp_path / "s")
+    sets = ["--set", "d=16", "--set", "steps=20", "--set", "batch_size=32", "--set", "eval_every=10",
+            "--set", "seed=0,1", "--set", "wd=0,0.5"]
+    code, d = run_json(capsys, "sweep", "run", *sets, "--workers", "1", "--store", store, "--no-progress")
+    assert code == 0 and d["total"] == 4 and d["done"] == 4 and d["failed"] == 0
+    code, d = run_json(capsys, "sweep", "run", *sets, "--workers", "1", "--store", store, "--no-progress")
+    assert d["skipped"] == 4 and d["done"] == 0
+    csv = tmp_path / "out.csv"
+    code, d = run_json(capsys, "runs", "summary", "--store", store, "--group-by", "wd_window",
+                       "--metric", "ood_acc", "--csv", str(csv))
+    assert code == 0 and len(d["rows"]) == 2 and all(r["n"] == 2 for r in d["rows"])
+    assert csv.read_text().startswith("wd_windows,n,ood_acc_mean")
+
+
+def test_sweep_rejects_bad_grid_before_running(capsys, tmp_path):
+    code = main(["sweep", "run", "--set", "steps=100", "--set", "wd_window=0:50,90:120",
+                 "--store", str(tmp_path / "s"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 2 and out["field"] == "wd_window" and not (tmp_path / "s").exists()
+    code = main(["sweep", "run", "--executor", "dask", "--set", "seed=0", "--json"])
+    assert code == 2 and json.loads(capsys.readouterr().out)["field"] == "scheduler"

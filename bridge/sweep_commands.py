@@ -1,0 +1,103 @@
+"""Handlers of `critwin sweep ...` and `critwin runs ...`."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ..empirical import RunStore
+from ..empirical.sweep import EXECUTORS, SweepSpec, find_edge, make_executor, run_sweep, summarize
+from ..errors import ConfigError
+from .table import format_table
+
+
+def _executor_args(p):
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="local process pool, a Dask scheduler (--scheduler), or a Dask LocalCluster")
+    p.add_argument("--workers", type=int, default=None, help="worker processes (default: CPU cores)")
+    p.add_argument("--scheduler", default=None, help="Dask scheduler address, e.g. tcp://host:8786")
+    p.add_argument("--store", default="runs", help="run store folder")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+
+
+def _spec(args) -> SweepSpec:
+    if args.spec is None and not args.set:
+        raise ConfigError("spec", None, "a TOML spec file and/or --set KEY=V1,V2,...")
+    spec = SweepSpec.from_toml(args.spec) if args.spec else SweepSpec()
+    return spec.with_sets(args.set)
+
+
+def cmd_run(args):
+    configs = _spec(args).expand()         # every point validated before anything runs
+    ex = make_executor(args.executor, args.workers, args.scheduler)
+    t0 = time.perf_counter()
+    try:
+        res = run_sweep(configs, RunStore(args.store), ex, args.retry_failed, not args.no_progress)
+    finally:
+        ex.close()
+    payload = {**res.to_dict(), "store": str(Path(args.store)), "executor": args.executor,
+               "wall_seconds": time.perf_counter() - t0, "run_ids": [c.run_id() for c in configs]}
+    text = [f"{res.total} runs: {len(res.done)} trained, {len(res.skipped)} already stored,"
+            f" {len(res.failed)} failed ({payload['wall_seconds']:.1f} s, executor {args.executor})"]
+    text += [f"  failed {r}: {e}" for r, e in res.failed]
+    return payload, "\n".join(text)
+
+
+def cmd_edge(args):
+    base = SweepSpec.from_toml(args.spec).base if args.spec else {}
+    base = {**base, **SweepSpec().with_sets(args.set).base, "wd": args.wd, "wd_width": args.width}
+    ex = make_executor(args.executor, args.workers, args.scheduler)
+    try:
+        out = find_edge(base, args.param, args.lo, args.hi, args.resolution, args.threshold,
+                        range(args.seeds), args.metric, RunStore(args.store), ex, not args.no_progress)
+    finally:
+        ex.close()
+    text = [format_table(out["evaluations"]),
+            f"edge of mean {out['metric']} >= {out['threshold']}: {out['edge'] or out.get('message')}",
+            f"runs: {out['runs']} (a grid at this resolution: {out['grid_runs']})"]
+    return out, "\n".join(text)
+
+
+def cmd_summary(args):
+    df = summarize(args.store, [g.strip() for g in args.group_by.split(",")],
+                   [m.strip() for m in args.metric.split(",")], "skip" if args.skip_corrupt else "raise")
+    if args.csv:
+        Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(args.csv, index=False)
+    rows = df.to_dict(orient="records")
+    return {"rows": rows, "csv": args.csv}, format_table(rows)
+
+
+def register_sweep(sub):
+    p = sub.add_parser("run", help="run a grid of configs (resumes: stored runs are skipped)")
+    p.add_argument("spec", nargs="?", default=None, help="TOML file with [base] and [grid]")
+    p.add_argument("--set", action="append", metavar="KEY=V1,V2,...", help="grid (or base) values")
+    p.add_argument("--retry-failed", action="store_true", help="re-run failed runs (only those)")
+    _executor_args(p)
+    p.set_defaults(handler=cmd_run)
+
+    p = sub.add_parser("edge", help="find a window edge by bisection on a numeric key")
+    p.add_argument("spec", nargs="?", default=None, help="TOML file whose [base] is used")
+    p.add_argument("--set", action="append", metavar="KEY=V", help="base values")
+    p.add_argument("--param", default="wd_window_start", help="key to bisect (default: window onset)")
+    p.add_argument("--lo", type=float, default=0.0)
+    p.add_argument("--hi", type=float, default=5000.0)
+    p.add_argument("--resolution", type=float, default=100.0)
+    p.add_argument("--threshold", type=float, default=0.5)
+    p.add_argument("--metric", default="ood_acc")
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--wd", type=float, default=4e-3, help="decay inside the window")
+    p.add_argument("--width", type=float, default=5000.0, help="window width in steps")
+    _executor_args(p)
+    p.set_defaults(handler=cmd_edge)
+
+
+def register_runs(sub):
+    p = sub.add_parser("summary", help="mean, sd and count of final metrics per group")
+    p.add_argument("--store", default="runs")
+    p.add_argument("--group-by", default="wd_windows", help="comma-separated config columns")
+    p.add_argument("--metric", default="ood_acc,train_acc", help="comma-separated final metrics")
+    p.add_argument("--csv", default=None, help="also write the table as CSV")
+    p.add_argument("--skip-corrupt", action="store_true", help="warn about and skip damaged run folders")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_summary)
