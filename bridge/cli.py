@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 from ..errors import ConfigError
-from . import sweep_commands, theory_commands, train_commands
+from . import bridge_commands, sweep_commands, theory_commands, train_commands
 
 
 def _jsonable(o):
@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep_commands.register_sweep(sweep.add_subparsers(dest="command", metavar="COMMAND", required=True))
     runs = groups.add_parser("runs", help="inspect and aggregate the run store")
     sweep_commands.register_runs(runs.add_subparsers(dest="command", metavar="COMMAND", required=True))
+    bridge = groups.add_parser("bridge", help="theory against trained runs",
+                               description="Compare predicted and observed windows.")
+    bridge_commands.register(bridge.add_subparsers(dest="command", metavar="COMMAND", required=True))
     return parser
 
 

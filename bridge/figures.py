@@ -83,3 +83,25 @@ def plot_compare(steps, out: dict, windows, path, title: str = "") -> Path:
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     return _save(fig, path)
+
+
+def plot_onset_comparison(rows: list[dict], path, metric: str = "OOD accuracy") -> Path:
+    """Final outcome vs window onset (mean +- sd over seeds) with predicted windows drawn."""
+    fig, axes = plt.subplots(1, len(rows), figsize=(6 * len(rows), 4), squeeze=False)
+    for ax, r in zip(axes[0], rows):
+        c = r["curve"]
+        on, mu, sd = map(np.asarray, (c["onsets"], c["mean"], c["sd"]))
+        ax.errorbar(on, mu, yerr=sd, fmt="o-", color="k", capsize=3, label=f"observed ({c['seeds']} seeds)")
+        ax.axhline(c["threshold"], color="0.5", ls=":", lw=1)
+        for m, col in COLORS.items():
+            if f"{m}_t1" in r and np.isfinite(r[f"{m}_t1"]):
+                lo, hi = r[f"{m}_t1"], min(r[f"{m}_t2"], r["steps"] - r["width"])
+                if hi > lo:
+                    ax.axvspan(lo, hi, color=col, alpha=0.15, label=f"{m} window [{lo:,.0f}, {r[f'{m}_t2']:,.0f}]")
+                else:
+                    ax.axvline(lo, color=col, ls="--", label=f"{m}: t1={lo:,.0f} > t2={r[f'{m}_t2']:,.0f}")
+        ax.set_xlabel("window onset (step)")
+        ax.set_ylabel(f"final {metric}")
+        ax.set_title(f"gamma={r['gamma']:g}, width {r['width']:,.0f}, lambda {r['wd']:g}", fontsize=9)
+        ax.legend(fontsize=7)
+    return _save(fig, path)

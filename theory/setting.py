@@ -81,6 +81,16 @@ class StylisedSetting:
         return asdict(self)
 
 
+def multiplier_from_exponent(gamma_exp, d_in):
+    """Exponent-form init std = d_in^-g as the multiplier-form gamma (std = gamma/sqrt(d_in))."""
+    return np.asarray(d_in, dtype=float) ** (0.5 - np.asarray(gamma_exp, dtype=float))
+
+
+def exponent_from_multiplier(gamma_mult, d_in):
+    """Inverse of `multiplier_from_exponent`."""
+    return 0.5 - np.log(np.asarray(gamma_mult, dtype=float)) / np.log(np.asarray(d_in, dtype=float))
+
+
 def check_gamma(gamma) -> None:
     g = np.asarray(gamma, dtype=float)
     if g.size == 0 or not np.all(np.isfinite(g)) or np.any(g <= 0):

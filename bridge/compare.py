@@ -1,0 +1,61 @@
+"""Predicted vs observed critical windows: theory constants from the runs' own settings."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import theory as th
+from ..empirical import load_summaries
+from ..theory.setting import multiplier_from_exponent
+from .observed import observed_window, onset_outcomes
+
+TASK_SIZES = {"anchor_permutation": {"keys": 16, "anchors": 8, "train_pairs": 45}}
+
+
+def setting_for(config_row: dict, **theory_options) -> th.StylisedSetting:
+    """The stylised setting matching a run: d, K, M, |P| of its task, eta = lr, gamma."""
+    sizes = TASK_SIZES.get(config_row.get("task", "anchor_permutation"), TASK_SIZES["anchor_permutation"])
+    gamma = float(config_row["gamma"])
+    if config_row.get("init") == "exponent":
+        gamma = float(multiplier_from_exponent(gamma, config_row["d"]))
+    return th.StylisedSetting(d=int(config_row["d"]), gamma=gamma, eta=float(config_row["lr"]),
+                              **sizes, **theory_options)
+
+
+def predicted_windows(s: th.StylisedSetting, methods=("recipe", "reduced"), **kw) -> dict:
+    out = {}
+    for m in methods:
+        (row,) = th.predict(s, s.gamma, m, **kw)
+        out[m] = row
+    return out
+
+
+def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
+            methods=("recipe", "reduced"), n_boot: int = 1000, **theory_options) -> list[dict]:
+    """One row per (gamma, width, lambda) onset sweep in the store: observed window with
+    its bootstrap interval next to each method's predicted window, errors in steps."""
+    summ = load_summaries(store)
+    table = onset_outcomes(summ, metric)
+    rows = []
+    for (gamma, width, lam), grp in table.groupby(["gamma", "wd_width", "wd_value"]):
+        if gammas is not None and not np.any(np.isclose(gamma, gammas)):
+            continue
+        obs = observed_window(grp, threshold, n_boot)
+        cfg = summ[(summ.gamma == gamma) & (summ.wd_width == width) & (summ.wd_value == lam)].iloc[0].to_dict()
+        s = setting_for(cfg, **theory_options)
+        total = int(cfg["steps"])
+        pred = predicted_windows(s, methods, width=width, wd=lam, total=total, threshold=threshold)
+        row = {"gamma": gamma, "width": width, "wd": lam, "steps": total, "seeds": obs["seeds"],
+               "onsets": len(obs["onsets"]), "observed_first": obs["first"], "observed_last": obs["last"],
+               "observed_first_ci": obs["first_ci"], "observed_last_ci": obs["last_ci"],
+               "p_window_exists": obs["p_window_exists"], "curve": obs}
+        for m, p in pred.items():
+            row[f"{m}_t1"], row[f"{m}_t2"] = p["t1_steps"], p["t2_steps"]
+            row[f"{m}_first_error"] = obs["first"] - p["t1_steps"]
+            row[f"{m}_last_error"] = obs["last"] - min(p["t2_steps"], total - width)
+        rows.append(row)
+    return rows
+
+
+def as_frame(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame([{k: v for k, v in r.items() if k != "curve"} for r in rows])

@@ -1,0 +1,71 @@
+"""Observed windows and timescales, read from runs in the store."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError
+
+
+def onset_outcomes(summaries: pd.DataFrame, metric: str = "ood_acc") -> pd.DataFrame:
+    """Single-window runs as (gamma, wd_width, wd_value, onset, seed, value) rows."""
+    col = f"final_{metric}"
+    if col not in summaries.columns:
+        raise ConfigError("metric", metric, "a final metric of the runs")
+    df = summaries[(summaries["status"] == "complete") & summaries["wd_window_start"].notna()]
+    out = df[["gamma", "wd_width", "wd_value", "wd_window_start", "seed", col]].rename(
+        columns={"wd_window_start": "onset", col: "value"})
+    return out.sort_values(["gamma", "wd_width", "wd_value", "onset", "seed"]).reset_index(drop=True)
+
+
+def window_edges(onsets: np.ndarray, means: np.ndarray, threshold: float) -> tuple[float, float]:
+    """(first, last) onset whose mean outcome >= threshold; nan when none."""
+    hit = np.asarray(onsets)[np.asarray(means) >= threshold]
+    return (float(hit.min()), float(hit.max())) if len(hit) else (float("nan"), float("nan"))
+
+
+def observed_window(table: pd.DataFrame, threshold: float = 0.5, n_boot: int = 1000,
+                    level: float = 0.9, seed: int = 0) -> dict:
+    """Window of onsets from one (gamma, width, value) group, with a seed-bootstrap interval.
+
+    `table`: rows onset, seed, value. Seeds are resampled with replacement (the same seeds
+    for every onset, so a seed's whole curve moves together).
+    """
+    wide = table.pivot_table(index="seed", columns="onset", values="value")
+    onsets, vals = wide.columns.to_numpy(float), wide.to_numpy()
+    first, last = window_edges(onsets, np.nanmean(vals, axis=0), threshold)
+    rng = np.random.default_rng(seed)
+    boot = np.array([window_edges(onsets, np.nanmean(vals[rng.integers(0, len(vals), len(vals))], axis=0),
+                                  threshold) for _ in range(n_boot)])
+    q = [(1 - level) / 2, 1 - (1 - level) / 2]
+
+    def ci(col):
+        ok = boot[~np.isnan(boot[:, col]), col]
+        return [float(x) for x in np.quantile(ok, q)] if len(ok) else [float("nan")] * 2
+    return {"onsets": onsets.tolist(), "mean": np.nanmean(vals, axis=0).tolist(),
+            "sd": (np.nanstd(vals, axis=0, ddof=1) if len(vals) > 1 else np.zeros(len(onsets))).tolist(),
+            "seeds": int(len(vals)), "threshold": threshold, "first": first, "last": last,
+            "first_ci": ci(0), "last_ci": ci(1), "p_window_exists": float(np.mean(~np.isnan(boot[:, 0]))),
+            "ci_level": level}
+
+
+def first_step(steps: np.ndarray, values: np.ndarray, level: float) -> float:
+    hit = np.nonzero(np.asarray(values) >= level)[0]
+    return float(np.asarray(steps)[hit[0]]) if len(hit) else float("nan")
+
+
+def timescales(metrics: pd.DataFrame, mem_level: float = 0.9, ood_level: float = 0.5) -> pd.DataFrame:
+    """Per run: memorization time (train acc >= mem_level), train-loss half-time, and
+    reasoning time (OOD acc >= ood_level), in steps (nan when never reached)."""
+    rows = []
+    for rid, g in metrics.groupby("run_id"):
+        def series(split, metric):
+            s = g[(g.split == split) & (g.metric == metric)].sort_values("step")
+            return s.step.to_numpy(), s.value.to_numpy()
+        st, tacc = series("train", "acc")
+        _, tloss = series("train", "loss")
+        _, oacc = series("ood", "acc")
+        half = first_step(st, -tloss, -tloss[0] / 2) if len(tloss) else float("nan")
+        rows.append({"run_id": rid, "memorization_step": first_step(st, tacc, mem_level),
+                     "loss_half_step": half, "reasoning_step": first_step(st, oacc, ood_level)})
+    return pd.DataFrame(rows)

@@ -1,0 +1,63 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from critwin.bridge.cli import main
+from critwin.bridge.compare import setting_for
+from critwin.bridge.observed import observed_window, timescales
+from critwin.empirical import RunStore, load_runs
+from critwin.empirical.sweep import LocalExecutor, SweepSpec, run_sweep
+from critwin.theory.setting import exponent_from_multiplier, multiplier_from_exponent
+
+
+def test_observed_window_and_bootstrap():
+    rows = [(on, s, v) for on, vals in ((0, [0.1, 0.2, 0.1]), (100, [0.6, 0.7, 0.8]), (200, [0.9, 0.8, 0.95]),
+                                        (300, [0.2, 0.1, 0.3])) for s, v in enumerate(vals)]
+    t = pd.DataFrame(rows, columns=["onset", "seed", "value"])
+    w = observed_window(t, 0.5, n_boot=200)
+    assert (w["first"], w["last"]) == (100.0, 200.0) and w["seeds"] == 3
+    assert w["first_ci"] == [100.0, 100.0] and w["p_window_exists"] == 1.0
+    assert w["mean"][1] == pytest.approx(0.7)
+
+
+def test_window_absent_when_nothing_crosses():
+    t = pd.DataFrame([(on, s, 0.1) for on in (0, 100) for s in range(2)], columns=["onset", "seed", "value"])
+    w = observed_window(t, 0.5, n_boot=50)
+    assert np.isnan(w["first"]) and w["p_window_exists"] == 0.0
+
+
+def test_init_conversion_roundtrip():
+    g = np.array([0.3, 0.8, 1.5])
+    np.testing.assert_allclose(multiplier_from_exponent(exponent_from_multiplier(g, 64), 64), g)
+    # exponent 0.5 is std 1/sqrt(d): multiplier 1
+    assert multiplier_from_exponent(0.5, 64) == pytest.approx(1.0)
+    s = setting_for({"task": "anchor_permutation", "gamma": 0.5, "init": "exponent", "d": 64, "lr": 3e-3})
+    assert s.gamma == pytest.approx(1.0) and s.train_pairs == 45 and s.eta == 3e-3
+
+
+@pytest.fixture(scope="module")
+def onset_store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("onsets")
+    spec = SweepSpec({"d": 16, "steps": 120, "batch_size": 32, "eval_every": 20, "wd": 5.0, "wd_width": 40},
+                     {"wd_window_start": [0, 40, 80], "seed": [0, 1]})
+    run_sweep(spec.expand(), RunStore(path), LocalExecutor(2), progress=False)
+    return path
+
+
+def test_bridge_compare_cli(capsys, onset_store, tmp_path):
+    code = main(["bridge", "compare", "--store", str(onset_store), "--threshold", "0.05", "--out",
+                 str(tmp_path), "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 0 and len(d["rows"]) == 1
+    row = d["rows"][0]
+    assert row["onsets"] == 3 and row["seeds"] == 2
+    assert {"recipe_t1", "recipe_t2", "reduced_t1", "observed_first", "observed_last_ci"} <= set(row)
+    assert (tmp_path / "bridge_compare.png").stat().st_size > 1000
+
+
+def test_timescales(onset_store):
+    ts = timescales(load_runs(onset_store))
+    assert len(ts) == 6 and {"memorization_step", "loss_half_step", "reasoning_step"} <= set(ts.columns)
+    assert (ts.loss_half_step.dropna() > 0).all()
