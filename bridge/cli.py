@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 
 import numpy as np
 
 from ..errors import ConfigError
-from . import bridge_commands, sweep_commands, theory_commands, train_commands
+from . import bridge_commands, check_commands, sweep_commands, theory_commands, train_commands
 
 
 def _jsonable(o):
@@ -44,11 +45,16 @@ def build_parser() -> argparse.ArgumentParser:
     bridge = groups.add_parser("bridge", help="theory against trained runs",
                                description="Compare predicted and observed windows.")
     bridge_commands.register(bridge.add_subparsers(dest="command", metavar="COMMAND", required=True))
+    check_commands.register(groups.add_parser(
+        "check", help="run a paper check (claim id or all)",
+        description="Paper value, measured value, tolerance and verdict for a headline claim."))
     return parser
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.command_line = "critwin " + " ".join(shlex.quote(a) for a in argv)
     try:
         payload, text = args.handler(args)
     except ConfigError as err:

@@ -1,0 +1,59 @@
+"""Handlers of `critwin check ID|all`: run paper checks and write their result tables."""
+from __future__ import annotations
+
+from ..empirical import RunStore
+from ..empirical.sweep import make_executor
+from ..errors import ConfigError
+from ..paper_checks import CHECKS, CLAIM_IDS, SIZES, write_result
+from .table import format_table
+
+
+def _fmt_row(r: dict) -> dict:
+    out = {"value": r["value"], "paper": r["paper"], "measured": r["measured"]}
+    if "sd" in r:
+        out.update(sd=r["sd"], n=r["n"])
+    return out
+
+
+def cmd_check(args):
+    ids = list(CHECKS) if args.id == "all" else [args.id.upper()]
+    for i in ids:
+        if i not in CHECKS:
+            available = ", ".join(CHECKS)
+            missing = ", ".join(c for c in CLAIM_IDS if c not in CHECKS)
+            raise ConfigError("id", args.id, f"one of {available}, or all (not yet implemented: {missing})")
+    store = RunStore(args.store)
+    ex = make_executor(args.executor, args.workers, args.scheduler)
+    results, text = [], []
+    try:
+        for i in ids:
+            res = CHECKS[i].run(args.size, store, ex, not args.no_progress)
+            if args.results:
+                res["result_file"] = str(write_result(res, args.results, args.command_line))
+            results.append(res)
+            text += [f"{res['id']} | {res['claim']}", format_table([_fmt_row(r) for r in res["rows"]]),
+                     f"verdict: {res['verdict']}" + (f" (tolerance {res['tolerance']})" if "tolerance" in res else ""),
+                     ""]
+    finally:
+        ex.close()
+    summary = [{"id": r["id"], "verdict": r["verdict"]} for r in results]
+    text.append(format_table(summary))
+    payload = {"results": results, "summary": summary}
+    if len(results) == 1:
+        payload.update(results[0])
+    return payload, "\n".join(text)
+
+
+def register(parser):
+    parser.add_argument("id", help="claim id (" + ", ".join(CHECKS) + ") or all")
+    parser.add_argument("--size", choices=SIZES, default="quick",
+                        help="quick: times / 10, one seed (machinery only); paper: the paper's protocol")
+    parser.add_argument("--store", default="runs", help="run store (runs are shared between checks)")
+    parser.add_argument("--results", default="paper_checks/results",
+                        help="folder for result JSON/CSV ('' to skip)")
+    parser.add_argument("--executor", choices=("local", "dask", "dask-local"), default="local")
+    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--scheduler", default=None)
+    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(handler=cmd_check)

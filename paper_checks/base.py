@@ -1,0 +1,115 @@
+"""Paper checks: a claim, the runs that test it, and a verdict rule fixed in advance.
+
+Verdict rule (the same for every empirical check, written before any run):
+for each compared value, d = |measured mean - paper value| and se = sd / sqrt(n);
+  reproduced      if d <= tolerance for every value,
+  not reproduced  if d > tolerance + 2 se for any value,
+  inconclusive    otherwise.
+`quick` runs the same protocol with every time scaled by 1/10 and one seed: it exercises
+the machinery and is never evidence (its verdict is reported as such).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..empirical import RunStore
+from ..empirical.sweep import config_from_flat, run_sweep
+
+SIZES = ("quick", "paper")
+TIME_KEYS = ("steps", "wd_window_start", "wd_width", "width", "budget")
+
+
+def verdict(rows: list[dict], tolerance: float) -> str:
+    d = [abs(r["measured"] - r["paper"]) for r in rows]
+    se = [r["sd"] / math.sqrt(r["n"]) if r["n"] > 1 else 0.0 for r in rows]
+    if any(math.isnan(x) for x in d):
+        return "inconclusive"
+    if all(x <= tolerance for x in d):
+        return "reproduced"
+    if any(x > tolerance + 2 * s for x, s in zip(d, se)):
+        return "not reproduced"
+    return "inconclusive"
+
+
+def _scale(flat: dict, f: float) -> dict:
+    out = dict(flat)
+    for k in TIME_KEYS:
+        if k in out and out[k] is not None:
+            out[k] = type(out[k])(out[k] * f) if isinstance(out[k], int) else out[k] * f
+    if "wd_window" in out:
+        a, b = (float(x) for x in out["wd_window"].split(":"))
+        out["wd_window"] = f"{a * f:g}:{b * f:g}"
+    if "steps" in out:
+        out["steps"] = int(round(out["steps"]))
+        out["eval_every"] = max(1, int(out.get("eval_every", 100) * f))
+    return out
+
+
+@dataclass(frozen=True)
+class EmpiricalCheck:
+    """Runs `variants` x `seeds` on top of `base`; compares final `metric` per variant."""
+
+    id: str
+    claim: str
+    base: dict
+    variants: dict          # name -> flat overrides
+    paper: dict             # name -> paper value of the mean final metric
+    seeds: int = 3
+    tolerance: float = 0.10
+    metric: str = "ood_acc"
+    notes: str = ""
+
+    def configs(self, size: str) -> dict:
+        f, seeds = (1.0, self.seeds) if size == "paper" else (0.1, 1)
+        return {(name, s): config_from_flat(_scale({**self.base, **v, "seed": s}, f) if f != 1.0
+                                            else {**self.base, **v, "seed": s})
+                for name, v in self.variants.items() for s in range(seeds)}
+
+    def run(self, size: str, store: RunStore, executor=None, progress: bool = True) -> dict:
+        cfgs = self.configs(size)
+        run_sweep(list(cfgs.values()), store, executor, progress=progress)
+        rows = []
+        for name in self.variants:
+            vals = np.array([store.load(c.run_id()).summary["final"].get(self.metric, np.nan)
+                             if store.status(c.run_id()) == "complete" else np.nan
+                             for (n, _), c in cfgs.items() if n == name])
+            rows.append({"value": name, "paper": self.paper[name], "measured": float(np.nanmean(vals)),
+                         "sd": float(np.nanstd(vals, ddof=1)) if len(vals) > 1 else 0.0,
+                         "n": int(np.sum(~np.isnan(vals))), "per_seed": vals.tolist(),
+                         "run_ids": [c.run_id() for (n, _), c in cfgs.items() if n == name]})
+        v = verdict(rows, self.tolerance)
+        return {"id": self.id, "claim": self.claim, "size": size, "metric": self.metric,
+                "tolerance": self.tolerance, "rule": __doc__.split("\n\n")[1].strip(), "rows": rows,
+                "verdict": v if size == "paper" else f"{v} (quick size: not evidence)", "notes": self.notes}
+
+
+@dataclass(frozen=True)
+class TheoryCheck:
+    id: str
+    claim: str
+    measure: object          # callable() -> (rows, verdict)
+    notes: str = ""
+
+    def run(self, size: str, store=None, executor=None, progress: bool = True) -> dict:
+        rows, v = self.measure()
+        return {"id": self.id, "claim": self.claim, "size": size, "rows": rows, "verdict": v,
+                "notes": self.notes}
+
+
+def write_result(result: dict, folder, command: str) -> Path:
+    """JSON (with the command that produced it) and a CSV of the rows."""
+    import pandas as pd
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    result = {**result, "command": command}
+    path = folder / f"{result['id']}_{result['size']}.json"
+    path.write_text(json.dumps(result, indent=1, default=float))
+    pd.DataFrame([{k: v for k, v in r.items() if k not in ("per_seed", "run_ids")} for r in result["rows"]]
+                 ).to_csv(path.with_suffix(".csv"), index=False)
+    return path
+
