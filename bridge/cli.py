@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from ..errors import ConfigError
-from . import bridge_commands, check_commands, sweep_commands, theory_commands, train_commands
+from . import bridge_commands, check_commands, demo, report, sweep_commands, theory_commands, train_commands
 
 
 def _jsonable(o):
@@ -45,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     bridge = groups.add_parser("bridge", help="theory against trained runs",
                                description="Compare predicted and observed windows.")
     bridge_commands.register(bridge.add_subparsers(dest="command", metavar="COMMAND", required=True))
+    demo.register(groups.add_parser(
+        "demo", help="predict the window, then verify it on a few quick trained runs",
+        description="The main job: theory's predicted window, quick runs before/inside/after it, a table and a figure."))
+    report.register(groups.add_parser("report", help="Markdown report of the checks present in a store"))
     check_commands.register(groups.add_parser(
         "check", help="run a paper check (claim id or all)",
         description="Paper value, measured value, tolerance and verdict for a headline claim."))

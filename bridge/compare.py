@@ -34,6 +34,7 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
             methods=("recipe", "reduced"), n_boot: int = 1000, **theory_options) -> list[dict]:
     """One row per (gamma, width, lambda) onset sweep in the store: observed window with
     its bootstrap interval next to each method's predicted window, errors in steps."""
+    theory_options.setdefault("targets", "permutation")   # the Transformer's task
     summ = load_summaries(store)
     table = onset_outcomes(summ, metric)
     rows = []

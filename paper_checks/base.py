@@ -70,9 +70,15 @@ class EmpiricalCheck:
                                             else {**self.base, **v, "seed": s})
                 for name, v in self.variants.items() for s in range(seeds)}
 
-    def run(self, size: str, store: RunStore, executor=None, progress: bool = True) -> dict:
+    def missing(self, size: str, store: RunStore) -> int:
+        return sum(store.status(c.run_id()) is None for c in self.configs(size).values())
+
+    def run(self, size: str, store: RunStore, executor=None, progress: bool = True,
+            train: bool = True) -> dict:
+        """Train what is missing (unless train=False), then measure and decide."""
         cfgs = self.configs(size)
-        run_sweep(list(cfgs.values()), store, executor, progress=progress)
+        if train:
+            run_sweep(list(cfgs.values()), store, executor, progress=progress)
         rows = []
         for name in self.variants:
             vals = np.array([store.load(c.run_id()).summary["final"].get(self.metric, np.nan)
@@ -95,7 +101,10 @@ class TheoryCheck:
     measure: object          # callable() -> (rows, verdict)
     notes: str = ""
 
-    def run(self, size: str, store=None, executor=None, progress: bool = True) -> dict:
+    def missing(self, size: str, store=None) -> int:
+        return 0
+
+    def run(self, size: str, store=None, executor=None, progress: bool = True, train: bool = True) -> dict:
         rows, v = self.measure()
         return {"id": self.id, "claim": self.claim, "size": size, "rows": rows, "verdict": v,
                 "notes": self.notes}

@@ -61,3 +61,22 @@ def test_timescales(onset_store):
     ts = timescales(load_runs(onset_store))
     assert len(ts) == 6 and {"memorization_step", "loss_half_step", "reasoning_step"} <= set(ts.columns)
     assert (ts.loss_half_step.dropna() > 0).all()
+
+
+def test_demo_end_to_end_small(capsys, tmp_path):
+    code = main(["demo", "--steps", "200", "--width", "50", "--seeds", "1", "--workers", "2",
+                 "--store", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 0 and d["rows"][0]["schedule"] == "no decay"
+    assert {r["vs_predicted"] for r in d["rows"][1:]} <= {"before", "inside", "after"}
+    assert d["predicted"]["recipe"]["t1_steps"] == pytest.approx(231.05, abs=0.1)
+    assert isinstance(d["prediction_confirmed"], bool)
+    assert (tmp_path / "out" / "demo.png").stat().st_size > 1000
+
+
+def test_report(capsys, onset_store, tmp_path):
+    code = main(["report", "--store", str(onset_store), "--out", str(tmp_path), "--json"])
+    d = json.loads(capsys.readouterr().out)
+    text = (tmp_path / "report.md").read_text()
+    assert code == 0 and "## Paper checks" in text and "### T1" in text and "W1**: " in text
+    assert (tmp_path / "onsets.png").exists() and (tmp_path / "theory_windows.png").exists()
