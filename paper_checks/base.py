@@ -1,7 +1,8 @@
 """Paper checks: a claim, the runs that test it, and a verdict rule fixed in advance.
 
 Verdict rule (the same for every empirical check, written before any run):
-for each compared value, d = |measured mean - paper value| and se = sd / sqrt(n);
+for each compared value, d = |measured mean - paper value| (the distance to the interval
+where the paper gives a range) and se = sd / sqrt(n);
   reproduced      if d <= tolerance for every value,
   not reproduced  if d > tolerance + 2 se for any value,
   inconclusive    otherwise.
@@ -24,8 +25,16 @@ SIZES = ("quick", "paper")
 TIME_KEYS = ("steps", "wd_window_start", "wd_width", "width", "budget")
 
 
+def distance(measured: float, paper) -> float:
+    """|measured - paper|, or the distance to [lo, hi] when the paper gives a range."""
+    if isinstance(paper, (list, tuple)):
+        lo, hi = paper
+        return max(lo - measured, 0.0, measured - hi)
+    return abs(measured - paper)
+
+
 def verdict(rows: list[dict], tolerance: float) -> str:
-    d = [abs(r["measured"] - r["paper"]) for r in rows]
+    d = [distance(r["measured"], r["paper"]) for r in rows]
     se = [r["sd"] / math.sqrt(r["n"]) if r["n"] > 1 else 0.0 for r in rows]
     if any(math.isnan(x) for x in d):
         return "inconclusive"

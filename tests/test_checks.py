@@ -49,3 +49,15 @@ def test_unknown_check_names_what_exists(capsys):
     code = main(["check", "W99", "--json"])
     d = json.loads(capsys.readouterr().out)
     assert code == 2 and d["field"] == "id" and "W1" in d["allowed"] and "S1" in d["allowed"]
+
+
+def test_ranges_in_the_verdict_rule():
+    from critwin.paper_checks.base import distance
+    assert distance(0.9, (0.85, 0.93)) == 0 and distance(0.8, (0.85, 0.93)) == pytest.approx(0.05)
+    assert verdict([row(0.88, (0.85, 0.93))], 0.1) == "reproduced"
+
+
+def test_every_registered_check_expands():
+    for cid, chk in CHECKS.items():
+        if hasattr(chk, "configs"):
+            assert len(chk.configs("paper")) == len(chk.variants) * chk.seeds, cid
