@@ -80,3 +80,9 @@ def test_report(capsys, onset_store, tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert code == 0 and "## Paper checks" in text and "### T1" in text and "W1**: " in text
     assert (tmp_path / "onsets.png").exists() and (tmp_path / "theory_windows.png").exists()
+
+
+def test_timescales_cli(capsys, onset_store):
+    code = main(["bridge", "timescales", "--store", str(onset_store), "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 0 and sum(r["runs"] for r in d["rows"]) == 6 and len(d["per_run"]) == 6
