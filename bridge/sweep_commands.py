@@ -45,7 +45,9 @@ def cmd_run(args):
 
 def cmd_edge(args):
     base = SweepSpec.from_toml(args.spec).base if args.spec else {}
-    base = {**base, **SweepSpec().with_sets(args.set).base, "wd": args.wd, "wd_width": args.width}
+    base = {**base, **SweepSpec().with_sets(args.set).base}
+    if args.param == "wd_window_start":       # an onset search: one window of --width at --wd
+        base.update(wd=args.wd, wd_width=args.width)
     ex = make_executor(args.executor, args.workers, args.scheduler)
     try:
         out = find_edge(base, args.param, args.lo, args.hi, args.resolution, args.threshold,
@@ -86,8 +88,8 @@ def register_sweep(sub):
     p.add_argument("--threshold", type=float, default=0.5)
     p.add_argument("--metric", default="ood_acc")
     p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--wd", type=float, default=4e-3, help="decay inside the window")
-    p.add_argument("--width", type=float, default=5000.0, help="window width in steps")
+    p.add_argument("--wd", type=float, default=4e-3, help="decay inside the window (onset searches)")
+    p.add_argument("--width", type=float, default=5000.0, help="window width in steps (onset searches)")
     _executor_args(p)
     p.set_defaults(handler=cmd_edge)
 
