@@ -27,7 +27,7 @@ def cmd_check(args):
     results, text = [], []
     try:
         for i in ids:
-            res = CHECKS[i].run(args.size, store, ex, not args.no_progress)
+            res = CHECKS[i].run(args.size, store, ex, not args.no_progress, wd_scale=args.wd_scale)
             if args.results:
                 res["result_file"] = str(write_result(res, args.results, args.command_line))
             results.append(res)
@@ -54,6 +54,8 @@ def register(parser):
     parser.add_argument("--executor", choices=("local", "dask", "dask-local"), default="local")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--scheduler", default=None)
+    parser.add_argument("--wd-scale", type=float, default=1.0,
+                        help="multiply every decay value (a variation of the protocol, labelled as such)")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=cmd_check)

@@ -73,19 +73,29 @@ class EmpiricalCheck:
     metric: str = "ood_acc"
     notes: str = ""
 
-    def configs(self, size: str) -> dict:
+    def configs(self, size: str, wd_scale: float = 1.0) -> dict:
+        """Run configs by (variant, seed); wd_scale multiplies every decay value (wd, budget)."""
         f, seeds = (1.0, self.seeds) if size == "paper" else (0.1, 1)
-        return {(name, s): config_from_flat(_scale({**self.base, **v, "seed": s}, f) if f != 1.0
-                                            else {**self.base, **v, "seed": s})
-                for name, v in self.variants.items() for s in range(seeds)}
 
-    def missing(self, size: str, store: RunStore) -> int:
-        return sum(store.status(c.run_id()) is None for c in self.configs(size).values())
+        def flat(v, s):
+            d = {**self.base, **v, "seed": s}
+            for k in ("wd", "budget"):
+                if k in d and wd_scale != 1.0:
+                    d[k] = d[k] * wd_scale
+            return _scale(d, f) if f != 1.0 else d
+        return {(name, s): config_from_flat(flat(v, s)) for name, v in self.variants.items()
+                for s in range(seeds)}
+
+    def missing(self, size: str, store: RunStore, wd_scale: float = 1.0) -> int:
+        return sum(store.status(c.run_id()) is None for c in self.configs(size, wd_scale).values())
 
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True,
-            train: bool = True) -> dict:
-        """Train what is missing (unless train=False), then measure and decide."""
-        cfgs = self.configs(size)
+            train: bool = True, wd_scale: float = 1.0) -> dict:
+        """Train what is missing (unless train=False), then measure and decide.
+
+        wd_scale != 1 is a variation of the protocol (reported as such), not the claim's test.
+        """
+        cfgs = self.configs(size, wd_scale)
         if train:
             run_sweep(list(cfgs.values()), store, executor, progress=progress)
         rows = []
@@ -98,7 +108,9 @@ class EmpiricalCheck:
                          "n": int(np.sum(~np.isnan(vals))), "per_seed": vals.tolist(),
                          "run_ids": [c.run_id() for (n, _), c in cfgs.items() if n == name]})
         v = verdict(rows, self.tolerance)
-        return {"id": self.id, "claim": self.claim, "size": size, "metric": self.metric,
+        if wd_scale != 1.0:
+            v = f"{v} (decay x{wd_scale:g}: a variation, not the paper's protocol)"
+        return {"id": self.id, "claim": self.claim, "size": size, "wd_scale": wd_scale, "metric": self.metric,
                 "tolerance": self.tolerance, "rule": __doc__.split("\n\n")[1].strip(), "rows": rows,
                 "verdict": v if size == "paper" else f"{v} (quick size: not evidence)", "notes": self.notes}
 
@@ -113,7 +125,8 @@ class TheoryCheck:
     def missing(self, size: str, store=None) -> int:
         return 0
 
-    def run(self, size: str, store=None, executor=None, progress: bool = True, train: bool = True) -> dict:
+    def run(self, size: str, store=None, executor=None, progress: bool = True, train: bool = True,
+            wd_scale: float = 1.0) -> dict:
         rows, v = self.measure()
         return {"id": self.id, "claim": self.claim, "size": size, "rows": rows, "verdict": v,
                 "notes": self.notes}
@@ -125,7 +138,9 @@ def write_result(result: dict, folder, command: str) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     result = {**result, "command": command}
-    path = folder / f"{result['id']}_{result['size']}.json"
+    scale = result.get("wd_scale", 1.0)
+    suffix = "" if scale == 1.0 else f"_wd_x{scale:g}"
+    path = folder / f"{result['id']}_{result['size']}{suffix}.json"
     path.write_text(json.dumps(result, indent=1, default=float))
     pd.DataFrame([{k: v for k, v in r.items() if k not in ("per_seed", "run_ids")} for r in result["rows"]]
                  ).to_csv(path.with_suffix(".csv"), index=False)

@@ -61,3 +61,10 @@ def test_every_registered_check_expands():
     for cid, chk in CHECKS.items():
         if hasattr(chk, "configs"):
             assert len(chk.configs("paper")) == len(chk.variants) * chk.seeds, cid
+
+
+def test_wd_scale_is_a_labelled_variation():
+    base = CHECKS["W1"].configs("paper")
+    scaled = CHECKS["W1"].configs("paper", wd_scale=10.0)
+    for k in base:
+        assert [w[2] * 10 for w in base[k].wd_windows] == pytest.approx([w[2] for w in scaled[k].wd_windows])
