@@ -5,6 +5,7 @@ from ..empirical import RunStore
 from ..empirical.sweep import make_executor
 from ..errors import ConfigError
 from ..paper_checks import CHECKS, CLAIM_IDS, SIZES, write_result
+from .sweep_commands import add_executor_args
 from .table import format_table
 
 
@@ -51,9 +52,7 @@ def register(parser):
     parser.add_argument("--store", default="runs", help="run store (runs are shared between checks)")
     parser.add_argument("--results", default="paper_checks/results",
                         help="folder for result JSON/CSV ('' to skip)")
-    parser.add_argument("--executor", choices=("local", "dask", "dask-local"), default="local")
-    parser.add_argument("--workers", type=int, default=None)
-    parser.add_argument("--scheduler", default=None)
+    add_executor_args(parser)
     parser.add_argument("--wd-scale", type=float, default=1.0,
                         help="multiply every decay value (a variation of the protocol, labelled as such)")
     parser.add_argument("--no-progress", action="store_true")

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+from ..theory.windows import onset_window
 
 
 def onset_outcomes(summaries: pd.DataFrame, metric: str = "ood_acc") -> pd.DataFrame:
@@ -18,12 +19,6 @@ def onset_outcomes(summaries: pd.DataFrame, metric: str = "ood_acc") -> pd.DataF
     return out.sort_values(["gamma", "wd_width", "wd_value", "onset", "seed"]).reset_index(drop=True)
 
 
-def window_edges(onsets: np.ndarray, means: np.ndarray, threshold: float) -> tuple[float, float]:
-    """(first, last) onset whose mean outcome >= threshold; nan when none."""
-    hit = np.asarray(onsets)[np.asarray(means) >= threshold]
-    return (float(hit.min()), float(hit.max())) if len(hit) else (float("nan"), float("nan"))
-
-
 def observed_window(table: pd.DataFrame, threshold: float = 0.5, n_boot: int = 1000,
                     level: float = 0.9, seed: int = 0) -> dict:
     """Window of onsets from one (gamma, width, value) group, with a seed-bootstrap interval.
@@ -33,9 +28,9 @@ def observed_window(table: pd.DataFrame, threshold: float = 0.5, n_boot: int = 1
     """
     wide = table.pivot_table(index="seed", columns="onset", values="value")
     onsets, vals = wide.columns.to_numpy(float), wide.to_numpy()
-    first, last = window_edges(onsets, np.nanmean(vals, axis=0), threshold)
+    first, last = onset_window(onsets, np.nanmean(vals, axis=0), threshold)
     rng = np.random.default_rng(seed)
-    boot = np.array([window_edges(onsets, np.nanmean(vals[rng.integers(0, len(vals), len(vals))], axis=0),
+    boot = np.array([onset_window(onsets, np.nanmean(vals[rng.integers(0, len(vals), len(vals))], axis=0),
                                   threshold) for _ in range(n_boot)])
     q = [(1 - level) / 2, 1 - (1 - level) / 2]
 

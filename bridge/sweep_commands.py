@@ -10,11 +10,16 @@ from ..errors import ConfigError
 from .table import format_table
 
 
-def _executor_args(p):
+def add_executor_args(p):
+    """--executor, --workers, --scheduler: where runs are trained."""
     p.add_argument("--executor", choices=EXECUTORS, default="local",
                    help="local process pool, a Dask scheduler (--scheduler), or a Dask LocalCluster")
     p.add_argument("--workers", type=int, default=None, help="worker processes (default: CPU cores)")
     p.add_argument("--scheduler", default=None, help="Dask scheduler address, e.g. tcp://host:8786")
+
+
+def _executor_args(p):
+    add_executor_args(p)
     p.add_argument("--store", default="runs", help="run store folder")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")

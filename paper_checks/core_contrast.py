@@ -6,17 +6,15 @@ at 4e-3, window [5000, 10000) at 4e-3, constant 1e-3; seeds 0..N-1. Runs go to t
 
     python paper_checks/core_contrast.py --store runs --seeds 3 --workers 2 [--wd-scale 1]
 
-The verdict machinery (critwin check W1/W2) comes with the bridge issue; this script is the
-raw experiment.
+`critwin check W1` / `W2` decide verdicts on the same runs; this script prints the four
+schedules side by side.
 """
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 
-import numpy as np
-
-from critwin.empirical import RunStore, TrainConfig, load_summaries, train
+from critwin.empirical import RunStore, TrainConfig, load_summaries
+from critwin.empirical.sweep import LocalExecutor, run_sweep
 
 PAPER = {"none": 0.151, "early [0,5000)": 0.151, "middle [5000,10000)": 0.931, "constant 1e-3": 0.912}
 
@@ -27,12 +25,6 @@ def schedules(scale: float, steps: int) -> dict:
             "middle [5000,10000)": ((5000, 10000, lw),), "constant 1e-3": ((0, steps, lc),)}
 
 
-def _work(cfg: TrainConfig):
-    import torch
-    torch.set_num_threads(1)
-    return train(cfg, progress=False)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--store", default="runs")
@@ -41,16 +33,9 @@ def main():
     ap.add_argument("--steps", type=int, default=20000)
     ap.add_argument("--wd-scale", type=float, default=1.0, help="multiply every decay value")
     args = ap.parse_args()
-    store = RunStore(args.store)
     named = {(name, s): TrainConfig(steps=args.steps, wd_windows=w, seed=s)
              for name, w in schedules(args.wd_scale, args.steps).items() for s in range(args.seeds)}
-    todo = [c for c in named.values() if not store.has(c.run_id())]
-    print(f"{len(named)} runs, {len(named) - len(todo)} already stored, training {len(todo)}", flush=True)
-    with mp.get_context("spawn").Pool(args.workers) as pool:
-        for run in pool.imap_unordered(_work, todo):
-            store.save(run)
-            print(f"saved {run.run_id} seed {run.config['seed']} {run.config['wd_windows']}:"
-                  f" ood {run.summary['final']['ood_acc']:.3f} ({run.summary['wall_seconds']:.0f} s)", flush=True)
+    run_sweep(list(named.values()), RunStore(args.store), LocalExecutor(args.workers))
     df = load_summaries(args.store).set_index("run_id")
     print(f"\n{'schedule':22s} {'paper':>6s} {'mean':>6s} {'sd':>6s}  per seed (final OOD acc)")
     for name in schedules(args.wd_scale, args.steps):
