@@ -34,13 +34,17 @@ def distance(measured: float, paper) -> float:
 
 
 def verdict(rows: list[dict], tolerance: float) -> str:
+    """The rule above; a row's own "tolerance" overrides the check's, and rows without a
+    paper value (None) are reported but not judged."""
+    rows = [r for r in rows if r["paper"] is not None]
     d = [distance(r["measured"], r["paper"]) for r in rows]
-    se = [r["sd"] / math.sqrt(r["n"]) if r["n"] > 1 else 0.0 for r in rows]
+    tol = [r.get("tolerance", tolerance) for r in rows]
+    se = [r["sd"] / math.sqrt(r["n"]) if r.get("n", 1) > 1 else 0.0 for r in rows]
     if any(math.isnan(x) for x in d):
         return "inconclusive"
-    if all(x <= tolerance for x in d):
+    if all(x <= t for x, t in zip(d, tol)):
         return "reproduced"
-    if any(x > tolerance + 2 * s for x, s in zip(d, se)):
+    if any(x > t + 2 * s for x, t, s in zip(d, tol, se)):
         return "not reproduced"
     return "inconclusive"
 
@@ -72,6 +76,7 @@ class EmpiricalCheck:
     tolerance: float = 0.10
     metric: str = "ood_acc"
     notes: str = ""
+    extra_rows: object = None   # callable(store, configs by (variant, seed)) -> more judged rows
 
     def configs(self, size: str, wd_scale: float = 1.0) -> dict:
         """Run configs by (variant, seed); wd_scale multiplies every decay value (wd, budget)."""
@@ -107,6 +112,8 @@ class EmpiricalCheck:
                          "sd": float(np.nanstd(vals, ddof=1)) if len(vals) > 1 else 0.0,
                          "n": int(np.sum(~np.isnan(vals))), "per_seed": vals.tolist(),
                          "run_ids": [c.run_id() for (n, _), c in cfgs.items() if n == name]})
+        if self.extra_rows is not None:
+            rows += self.extra_rows(store, cfgs)
         v = verdict(rows, self.tolerance)
         if wd_scale != 1.0:
             v = f"{v} (decay x{wd_scale:g}: a variation, not the paper's protocol)"

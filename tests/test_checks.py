@@ -68,3 +68,52 @@ def test_wd_scale_is_a_labelled_variation():
     scaled = CHECKS["W1"].configs("paper", wd_scale=10.0)
     for k in base:
         assert [w[2] * 10 for w in base[k].wd_windows] == pytest.approx([w[2] for w in scaled[k].wd_windows])
+
+
+def test_verdict_skips_unjudged_rows_and_uses_row_tolerance():
+    assert verdict([row(0.90, 0.93), row(0.1, None)], 0.1) == "reproduced"
+    assert verdict([{**row(40.0, 42.4), "tolerance": 4.24}], 0.1) == "reproduced"
+    assert verdict([{**row(30.0, 42.4), "tolerance": 4.24}], 0.1) == "not reproduced"
+
+
+class _FakeRun:
+    def __init__(self, ood, cond_at_4000):
+        import pandas as pd
+        self.summary = {"final": {"ood_acc": ood}}
+        self.metrics = pd.DataFrame({"step": [0, 4000, 20000], "split": ["model"] * 3,
+                                     "metric": ["condensation"] * 3, "value": [46.0, cond_at_4000, 20.0]})
+
+
+class _FakeStore:
+    def __init__(self, runs):
+        self.runs = runs
+
+    def status(self, run_id):
+        return "complete" if run_id in self.runs else None
+
+    def load(self, run_id):
+        return self.runs[run_id]
+
+
+def test_w10_rows_read_condensation_at_a_fifth_and_rank_correlate():
+    from scipy.stats import spearmanr
+    chk = CHECKS["W10"]
+    cfgs = chk.configs("paper")
+    conds = {k: 40.0 - 4 * i + k[1] for i, k in enumerate(cfgs)}        # decreasing with lambda
+    oods = {k: 0.1 + 0.05 * ((i * 7) % 5) for i, k in enumerate(cfgs)}
+    store = _FakeStore({c.run_id(): _FakeRun(oods[k], conds[k]) for k, c in cfgs.items()})
+    rows = {r["value"]: r for r in chk.extra_rows(store, cfgs)}
+    first = [k for k in cfgs if k[0] == "lambda 0"]
+    assert rows["C(0.2T) lambda 0"]["measured"] == pytest.approx(sum(conds[k] for k in first) / len(first))
+    rho = rows["Spearman rho(C(0.2T), final OOD) over runs"]
+    assert rho["n"] == len(cfgs)
+    assert rho["measured"] == pytest.approx(spearmanr([conds[k] for k in cfgs], [oods[k] for k in cfgs]).statistic)
+
+
+def test_w6_judges_only_plateau_onsets():
+    chk = CHECKS["W6"]
+    judged = {k for k, v in chk.paper.items() if v is not None}
+    assert judged == {f"gamma {g} onset {o}" for g in (0.5, 0.8, 1.1) for o in (2500, 7500, 12500)}
+    w5 = {c.run_id() for c in CHECKS["W5"].configs("paper").values()}
+    w6 = {c.run_id() for (n, _), c in chk.configs("paper").items() if n.startswith("gamma 0.8")}
+    assert len(w5 & w6) == 12    # gamma 0.8, onsets 2500, 7500, 12500, 15000: W5 runs reused
