@@ -3,6 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
+from ..empirical import load_summaries
+
 from . import figures
 from .compare import as_frame, compare
 from .table import format_table
@@ -48,6 +52,43 @@ def cmd_timescales(args):
     return {"rows": rows, "per_run": per_run.to_dict(orient="records")}, "\n".join(text)
 
 
+def cmd_fit(args):
+    from .compare import setting_for
+    from .fit import held_out_test
+    from .observed import observed_times
+    tables = observed_times(args.store, args.quantity, args.mem_level, args.ood_level, args.threshold)
+    summ = load_summaries(args.store, on_corrupt="skip")
+    results, text = [], []
+    for group, table in tables.items():
+        if table.gamma.nunique() < 2:
+            text.append(f"{' / '.join(group)}: one gamma only ({table.gamma.iloc[0]:g}); nothing to hold out")
+            continue
+        at = table[np.isclose(table.gamma, args.fit_gamma)]
+        if not at.value.mean() > 0:
+            text.append(f"{' / '.join(group)}: no observed time at the fit gamma {args.fit_gamma:g}")
+            continue
+        at_fit = summ[np.isclose(summ.gamma, args.fit_gamma)].iloc[0].to_dict()
+        setting = setting_for(at_fit, targets="permutation")     # d, eta, task sizes of the runs
+        res = {"group": list(group), **held_out_test(table, [args.fit_gamma], setting=setting)}
+        if "censored" in table:
+            res["censored_gammas"] = table.gamma[table.censored].tolist()
+        results.append(res)
+        cols = ["gamma", "role", "n", "observed", "sd"] + [f"pred {law}" for law in res["scores"]]
+        text += [" / ".join(group), format_table(res["rows"], cols),
+                 "held-out mean |ln(pred/obs)|: " + ", ".join(
+                     f"{law} {v['mean_abs_log_error']:.3f}" for law, v in res["scores"].items())
+                 + f"; better: {res['better_law']}; observed d ln t / d ln gamma = {res['observed_log_slope']:.2f}", ""]
+    if not results:
+        text.append(f"no group of {args.quantity} times with the fit gamma and another gamma in {args.store}")
+    payload = {"quantity": args.quantity, "fit_gamma": args.fit_gamma, "results": results}
+    if results and not args.no_figure:
+        path = Path(args.out) / f"bridge_fit_{args.quantity}.png"
+        figures.plot_law_fits(results, path, args.quantity)
+        payload["figure"] = str(path)
+        text.append(f"figure: {path}")
+    return payload, "\n".join(text)
+
+
 def register(sub):
     p = sub.add_parser("compare", help="predicted vs observed windows for the onset sweeps in a store")
     p.add_argument("--store", default="runs")
@@ -62,6 +103,19 @@ def register(sub):
     p.add_argument("--no-figure", action="store_true")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_compare)
+
+    p = sub.add_parser("fit", help="fit each rate law at one gamma, predict the held-out gammas")
+    p.add_argument("--store", default="runs")
+    p.add_argument("--quantity", choices=("memorization", "reasoning", "window_first", "window_last"),
+                   default="reasoning", help="observed time to fit (see critwin.bridge.observed.observed_times)")
+    p.add_argument("--fit-gamma", type=float, default=0.8, help="the gamma whose runs fix each law's prefactor")
+    p.add_argument("--mem-level", type=float, default=0.9)
+    p.add_argument("--ood-level", type=float, default=0.5)
+    p.add_argument("--threshold", type=float, default=0.5, help="final OOD level defining observed windows")
+    p.add_argument("--out", default="critwin-out")
+    p.add_argument("--no-figure", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_fit)
 
     p = sub.add_parser("timescales", help="observed memorization and reasoning times per gamma and schedule")
     p.add_argument("--store", default="runs")

@@ -105,3 +105,24 @@ def plot_onset_comparison(rows: list[dict], path, metric: str = "OOD accuracy") 
         ax.set_title(f"gamma={r['gamma']:g}, width {r['width']:,.0f}, lambda {r['wd']:g}", fontsize=9)
         ax.legend(fontsize=7)
     return _save(fig, path)
+
+
+def plot_law_fits(results: list[dict], path, quantity: str) -> Path:
+    """Observed time vs gamma (mean +- sd) with each law's fitted prediction; fit points ringed."""
+    fig, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 4), squeeze=False)
+    for ax, res in zip(axes[0], results):
+        rows = res["rows"]
+        g = np.array([r["gamma"] for r in rows])
+        obs, sd = np.array([r["observed"] for r in rows]), np.array([r["sd"] for r in rows])
+        ax.errorbar(g, obs, yerr=sd, fmt="o", color="k", capsize=3, label="observed", zorder=3)
+        fit = np.array([r["role"] == "fit" for r in rows])
+        ax.plot(g[fit], obs[fit], "o", ms=13, mfc="none", mec="tab:red", label="fitted at")
+        for law, col in zip(res["scores"], ("0.5", "tab:blue", "tab:orange")):
+            err = res["scores"][law]["mean_abs_log_error"]
+            ax.plot(g, [r[f"pred {law}"] for r in rows], "-", color=col,
+                    label=f"{law} (held-out |ln err| {err:.2f})")
+        ax.set_xlabel("init scale gamma")
+        ax.set_ylabel(f"{quantity} time (steps)")
+        ax.set_title(" / ".join(res["group"]), fontsize=9)
+        ax.legend(fontsize=7)
+    return _save(fig, path)

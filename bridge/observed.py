@@ -64,3 +64,47 @@ def timescales(metrics: pd.DataFrame, mem_level: float = 0.9, ood_level: float =
         rows.append({"run_id": rid, "memorization_step": first_step(st, tacc, mem_level),
                      "loss_half_step": half, "reasoning_step": first_step(st, oacc, ood_level)})
     return pd.DataFrame(rows)
+
+
+QUANTITIES = ("memorization", "reasoning", "window_first", "window_last")
+
+
+def observed_times(store, quantity: str, mem_level: float = 0.9, ood_level: float = 0.5,
+                   threshold: float = 0.5) -> dict:
+    """Observed times per gamma, one table (gamma, value per run or per sweep) per group.
+
+    memorization: first eval with train acc >= mem_level (every complete run; one group).
+    reasoning: steps from the decay onset to OOD acc >= ood_level, for runs with one decay
+      window or constant decay, grouped by (decay value, window width); nan where never reached.
+    window_first / window_last: edges of the observed onset window per (width, decay value);
+      an edge at the first / last scanned onset is censored (the true edge may lie beyond it)
+      and is given as nan, with the censored gammas listed.
+    """
+    from ..empirical import load_runs, load_summaries
+    if quantity not in QUANTITIES:
+        raise ConfigError("quantity", quantity, ", ".join(QUANTITIES))
+    summ = load_summaries(store)
+    summ = summ[summ.status == "complete"] if not summ.empty else summ
+    if summ.empty:
+        return {}
+    if quantity.startswith("window"):
+        out = {}
+        table = onset_outcomes(summ)
+        for (gamma, width, lam), grp in table.groupby(["gamma", "wd_width", "wd_value"]):
+            if grp.onset.nunique() < 3:
+                continue
+            obs = observed_window(grp, threshold, n_boot=1)
+            edge = obs["first"] if quantity == "window_first" else obs["last"]
+            bound = min(obs["onsets"]) if quantity == "window_first" else max(obs["onsets"])
+            censored = bool(np.isfinite(edge) and edge == bound)
+            out.setdefault((f"width {width:g}", f"decay {lam:g}"), []).append(
+                {"gamma": gamma, "value": float("nan") if censored else edge, "censored": censored})
+        return {k: pd.DataFrame(v) for k, v in out.items()}
+    ts = timescales(load_runs(store), mem_level, ood_level).merge(
+        summ[["run_id", "gamma", "wd_window_start", "wd_width", "wd_value"]], on="run_id")
+    if quantity == "memorization":
+        return {("all runs",): ts.assign(value=ts.memorization_step)[["gamma", "value", "run_id"]]}
+    dec = ts[ts.wd_window_start.notna()]
+    dec = dec.assign(value=dec.reasoning_step - dec.wd_window_start)
+    return {(f"decay {lam:g}", f"width {w:g}"): g[["gamma", "value", "run_id"]].reset_index(drop=True)
+            for (lam, w), g in dec.groupby(["wd_value", "wd_width"])}

@@ -1,0 +1,104 @@
+"""The fitted variant: fit a rate law's one free prefactor at some gammas, predict the others.
+
+Each law fixes how a time scales with the init scale gamma; only its prefactor is fitted
+(least squares in log time over the fit gammas), so the laws compete on shape alone:
+  constant       t = a                 (memorization, mu_m = Theta(1))
+  gamma^-2       t = a gamma^-2        (the paper's lazy rate mu_r = Theta(gamma^2))
+  log(1/gamma)   t = a T_saxe(gamma)   (the bilinear path's escape, Saxe et al.; its shape is
+                                        the theory's crossing time for the run's setting)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .. import theory as th
+from ..errors import ConfigError
+from ..theory.rates import compute_rates
+from ..theory.reduced import crossing_times
+from ..theory.setting import check_gamma
+
+LAWS = ("constant", "gamma^-2", "log(1/gamma)")
+
+
+def check_law(law: str) -> None:
+    if law not in LAWS:
+        raise ConfigError("law", law, ", ".join(LAWS))
+
+
+def law_shape(law: str, gammas, setting: th.StylisedSetting) -> np.ndarray:
+    """The law's time at each gamma up to its prefactor."""
+    check_law(law)
+    g = np.atleast_1d(np.asarray(gammas, dtype=float))
+    check_gamma(g)
+    if law == "constant":
+        return np.ones_like(g)
+    if law == "gamma^-2":
+        return g ** -2.0
+    r = compute_rates(setting, g)
+    _, t2 = crossing_times(r.mu_m, r.mu_r, r.rho0, r.capacity, setting.delta, "bilinear")
+    return t2 / setting.eta
+
+
+@dataclass
+class LawFit:
+    """One law with its prefactor fitted to observed times (`fit`, then `predict`)."""
+
+    law: str
+    setting: th.StylisedSetting = field(default_factory=lambda: th.StylisedSetting(targets="permutation"))
+    prefactor_: float = float("nan")
+
+    def __post_init__(self):
+        check_law(self.law)
+
+    def fit(self, gammas, times) -> "LawFit":
+        g, t = np.asarray(gammas, float), np.asarray(times, float)
+        ok = np.isfinite(t) & (t > 0)
+        if not ok.any():
+            raise ConfigError("times", list(t), "at least one finite positive time to fit")
+        self.prefactor_ = float(np.exp(np.mean(np.log(t[ok] / law_shape(self.law, g[ok], self.setting)))))
+        return self
+
+    def predict(self, gammas) -> np.ndarray:
+        if not np.isfinite(self.prefactor_):
+            raise RuntimeError("call fit() before predict()")
+        return self.prefactor_ * law_shape(self.law, gammas, self.setting)
+
+
+def held_out_test(table: pd.DataFrame, fit_gammas, laws=LAWS, setting: th.StylisedSetting | None = None) -> dict:
+    """Fit each law on the rows at `fit_gammas`, predict every gamma, score the held-out ones.
+
+    table: one row per run with columns gamma and value (a time in steps; nan = not reached).
+    Score: mean |ln(predicted / observed mean)| over the held-out gammas (0 = exact; ln 2 = a
+    factor of two off), and the mean absolute error in steps.
+    """
+    setting = setting or th.StylisedSetting(targets="permutation")
+    fit_gammas = np.atleast_1d(np.asarray(fit_gammas, float))
+    per = table.groupby("gamma")["value"].agg(
+        observed="mean", sd=lambda v: v.std(ddof=1) if v.notna().sum() > 1 else 0.0,
+        n="count", runs="size").reset_index()
+    gam = per.gamma.to_numpy(float)
+    is_fit = np.isclose(gam[:, None], fit_gammas[None, :]).any(axis=1)
+    if not is_fit.any():
+        raise ConfigError("fit_gamma", fit_gammas.tolist(), f"one of the observed gammas {gam.tolist()}")
+    per["role"] = np.where(is_fit, "fit", "held-out")
+    scores = {}
+    for law in laws:
+        f = LawFit(law, setting).fit(gam[is_fit], per.observed.to_numpy()[is_fit])
+        pred = f.predict(gam)
+        per[f"pred {law}"] = pred
+        per[f"error {law}"] = per.observed - pred
+        test = ~is_fit & per.observed.notna().to_numpy()
+        scores[law] = {"prefactor": f.prefactor_,
+                       "mean_abs_log_error": float(np.mean(np.abs(np.log(pred[test] / per.observed[test]))))
+                       if test.any() else float("nan"),
+                       "mean_abs_error_steps": float(np.mean(np.abs(per.observed[test] - pred[test])))
+                       if test.any() else float("nan")}
+    finite = {k: v["mean_abs_log_error"] for k, v in scores.items() if np.isfinite(v["mean_abs_log_error"])}
+    best = min(finite, key=finite.get) if finite else "n/a"
+    slope = float(np.polyfit(np.log(gam[per.observed.notna()]), np.log(per.observed.dropna()), 1)[0]) \
+        if per.observed.notna().sum() >= 2 else float("nan")
+    return {"rows": per.to_dict(orient="records"), "scores": scores, "better_law": best,
+            "observed_log_slope": slope, "fit_gammas": fit_gammas.tolist(), "held_out": int((~is_fit).sum())}
