@@ -3,9 +3,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
-from ..empirical import load_summaries
 
 from . import figures
 from .compare import as_frame, compare
@@ -53,31 +50,13 @@ def cmd_timescales(args):
 
 
 def cmd_fit(args):
-    from .compare import setting_for
-    from .fit import held_out_test
-    from .observed import observed_times
-    tables = observed_times(args.store, args.quantity, args.mem_level, args.ood_level, args.threshold)
-    summ = load_summaries(args.store, on_corrupt="skip")
-    results, text = [], []
-    for group, table in tables.items():
-        if table.gamma.nunique() < 2:
-            text.append(f"{' / '.join(group)}: one gamma only ({table.gamma.iloc[0]:g}); nothing to hold out")
-            continue
-        at = table[np.isclose(table.gamma, args.fit_gamma)]
-        if not at.value.mean() > 0:
-            text.append(f"{' / '.join(group)}: no observed time at the fit gamma {args.fit_gamma:g}")
-            continue
-        at_fit = summ[np.isclose(summ.gamma, args.fit_gamma)].iloc[0].to_dict()
-        setting = setting_for(at_fit, targets="permutation")     # d, eta, task sizes of the runs
-        res = {"group": list(group), **held_out_test(table, [args.fit_gamma], setting=setting)}
-        if "censored" in table:
-            res["censored_gammas"] = table.gamma[table.censored].tolist()
-        results.append(res)
+    from .fit import fit_store
+    results, skipped = fit_store(args.store, args.quantity, args.fit_gamma, mem_level=args.mem_level,
+                                 ood_level=args.ood_level, threshold=args.threshold)
+    text = list(skipped)
+    for res in results:
         cols = ["gamma", "role", "n", "observed", "sd"] + [f"pred {law}" for law in res["scores"]]
-        text += [" / ".join(group), format_table(res["rows"], cols),
-                 "held-out mean |ln(pred/obs)|: " + ", ".join(
-                     f"{law} {v['mean_abs_log_error']:.3f}" for law, v in res["scores"].items())
-                 + f"; better: {res['better_law']}; observed d ln t / d ln gamma = {res['observed_log_slope']:.2f}", ""]
+        text += [" / ".join(res["group"]), format_table(res["rows"], cols), fit_summary(res), ""]
     if not results:
         text.append(f"no group of {args.quantity} times with the fit gamma and another gamma in {args.store}")
     payload = {"quantity": args.quantity, "fit_gamma": args.fit_gamma, "results": results}
@@ -87,6 +66,12 @@ def cmd_fit(args):
         payload["figure"] = str(path)
         text.append(f"figure: {path}")
     return payload, "\n".join(text)
+
+
+def fit_summary(res: dict) -> str:
+    return ("held-out mean |ln(pred/obs)|: " + ", ".join(
+        f"{law} {v['mean_abs_log_error']:.3f}" for law, v in res["scores"].items())
+        + f"; better: {res['better_law']}; observed d ln t / d ln gamma = {res['observed_log_slope']:.2f}")
 
 
 def register(sub):

@@ -102,3 +102,33 @@ def held_out_test(table: pd.DataFrame, fit_gammas, laws=LAWS, setting: th.Stylis
         if per.observed.notna().sum() >= 2 else float("nan")
     return {"rows": per.to_dict(orient="records"), "scores": scores, "better_law": best,
             "observed_log_slope": slope, "fit_gammas": fit_gammas.tolist(), "held_out": int((~is_fit).sum())}
+
+
+def fit_store(store, quantity: str, fit_gamma: float = 0.8, **observed_options) -> tuple[list[dict], list[str]]:
+    """held_out_test for every group of observed times in a store that has the fit gamma and
+    another gamma; the theory's shapes use the runs' own d, eta and task sizes.
+
+    Returns (results, reasons the other groups were skipped)."""
+    from ..empirical import load_summaries
+    from .compare import setting_for
+    from .observed import observed_times
+    tables = observed_times(store, quantity, **observed_options)
+    summ = load_summaries(store, on_corrupt="skip")
+    results, skipped = [], []
+    for group, table in tables.items():
+        name = " / ".join(group)
+        if table.empty:
+            skipped.append(f"{name}: no runs")
+            continue
+        if table.gamma.nunique() < 2:
+            skipped.append(f"{name}: one gamma only ({table.gamma.iloc[0]:g}); nothing to hold out")
+            continue
+        if not table[np.isclose(table.gamma, fit_gamma)].value.mean() > 0:
+            skipped.append(f"{name}: no observed time at the fit gamma {fit_gamma:g}")
+            continue
+        run = summ[np.isclose(summ.gamma, fit_gamma)].iloc[0].to_dict()
+        res = {"group": list(group), **held_out_test(table, [fit_gamma], setting=setting_for(run, targets="permutation"))}
+        if "censored" in table:
+            res["censored_gammas"] = table.gamma[table.censored].tolist()
+        results.append(res)
+    return results, skipped

@@ -129,7 +129,7 @@ class TheoryCheck:
     measure: object          # callable() -> (rows, verdict)
     notes: str = ""
 
-    def missing(self, size: str, store=None) -> int:
+    def missing(self, size: str, store=None, wd_scale: float = 1.0) -> int:
         return 0
 
     def run(self, size: str, store=None, executor=None, progress: bool = True, train: bool = True,
