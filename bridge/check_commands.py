@@ -23,12 +23,15 @@ def cmd_check(args):
             available = ", ".join(CHECKS)
             missing = ", ".join(c for c in CLAIM_IDS if c not in CHECKS)
             raise ConfigError("id", args.id, f"one of {available}, or all (not yet implemented: {missing})")
+    if args.seeds is not None and args.seeds < 1:
+        raise ConfigError("seeds", args.seeds, "a seed count >= 1")
     store = RunStore(args.store)
     ex = make_executor(args.executor, args.workers, args.scheduler)
     results, text = [], []
     try:
         for i in ids:
-            res = CHECKS[i].run(args.size, store, ex, not args.no_progress, wd_scale=args.wd_scale)
+            res = CHECKS[i].run(args.size, store, ex, not args.no_progress, wd_scale=args.wd_scale,
+                                seeds=args.seeds)
             if args.results:
                 res["result_file"] = str(write_result(res, args.results, args.command_line))
             results.append(res)
@@ -55,6 +58,8 @@ def register(parser):
     add_executor_args(parser)
     parser.add_argument("--wd-scale", type=float, default=1.0,
                         help="multiply every decay value (a variation of the protocol, labelled as such)")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help="paper size with this many seeds instead of the protocol's (labelled as such)")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=cmd_check)

@@ -20,6 +20,12 @@ def _md_table(rows: list[dict], cols: list[str]) -> str:
     return "```\n" + format_table(rows, cols) + "\n```"
 
 
+def _seed_counts(chk) -> list:
+    """The protocol's seed count first, then fewer (down to 2) for stores run with --seeds."""
+    full = getattr(chk, "seeds", None)
+    return [None] + list(range(full - 1, 1, -1)) if full else [None]
+
+
 def build_report(store, out, threshold: float = 0.5, wd_scales=(1.0,), fit_gamma: float = 0.8) -> Path:
     """Checks complete in the store (at each decay scale), observed vs predicted windows, and
     the rate laws fitted at `fit_gamma` and tested on the other gammas."""
@@ -35,14 +41,18 @@ def build_report(store, out, threshold: float = 0.5, wd_scales=(1.0,), fit_gamma
     md += ["## Paper checks", ""]
     for cid, chk in CHECKS.items():
         scales = wd_scales if hasattr(chk, "configs") else wd_scales[:1]    # theory checks: once
-        present = [f for f in scales if not chk.missing("paper", rs, wd_scale=f)]
+        present = []
+        for f in scales:
+            complete = [n for n in _seed_counts(chk) if not chk.missing("paper", rs, wd_scale=f, seeds=n)]
+            if complete:
+                present.append((f, complete[0]))       # the most seeds stored at this scale
         if not present:
             f = min(scales, key=lambda f: chk.missing("paper", rs, wd_scale=f))
             flag = f" --wd-scale {f:g}" if f != 1.0 else ""
             md += [f"- **{cid}**: {chk.missing('paper', rs, wd_scale=f)} paper-size runs missing"
                    f" (`critwin check {cid} --size paper --store {store}{flag}`)", ""]
-        for f in present:
-            res = chk.run("paper", rs, train=False, progress=False, wd_scale=f)
+        for f, n in present:
+            res = chk.run("paper", rs, train=False, progress=False, wd_scale=f, seeds=n)
             cols = ["value", "paper", "measured"] + (["sd", "n"] if "sd" in res["rows"][0] else [])
             md += [f"### {cid}: {res['claim']}" + (f" (decay x{f:g})" if f != 1.0 else ""), "",
                    _md_table(res["rows"], cols), "",

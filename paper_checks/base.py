@@ -78,9 +78,10 @@ class EmpiricalCheck:
     notes: str = ""
     extra_rows: object = None   # callable(store, configs by (variant, seed)) -> more judged rows
 
-    def configs(self, size: str, wd_scale: float = 1.0) -> dict:
-        """Run configs by (variant, seed); wd_scale multiplies every decay value (wd, budget)."""
-        f, seeds = (1.0, self.seeds) if size == "paper" else (0.1, 1)
+    def configs(self, size: str, wd_scale: float = 1.0, seeds: int | None = None) -> dict:
+        """Run configs by (variant, seed); wd_scale multiplies every decay value (wd, budget);
+        seeds (paper size only) overrides the protocol's seed count."""
+        f, seeds = (1.0, seeds or self.seeds) if size == "paper" else (0.1, 1)
 
         def flat(v, s):
             d = {**self.base, **v, "seed": s}
@@ -91,16 +92,17 @@ class EmpiricalCheck:
         return {(name, s): config_from_flat(flat(v, s)) for name, v in self.variants.items()
                 for s in range(seeds)}
 
-    def missing(self, size: str, store: RunStore, wd_scale: float = 1.0) -> int:
-        return sum(store.status(c.run_id()) is None for c in self.configs(size, wd_scale).values())
+    def missing(self, size: str, store: RunStore, wd_scale: float = 1.0, seeds: int | None = None) -> int:
+        return sum(store.status(c.run_id()) is None for c in self.configs(size, wd_scale, seeds).values())
 
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True,
-            train: bool = True, wd_scale: float = 1.0) -> dict:
+            train: bool = True, wd_scale: float = 1.0, seeds: int | None = None) -> dict:
         """Train what is missing (unless train=False), then measure and decide.
 
-        wd_scale != 1 is a variation of the protocol (reported as such), not the claim's test.
+        wd_scale != 1 and fewer seeds than the protocol are variations (reported as such).
         """
-        cfgs = self.configs(size, wd_scale)
+        cfgs = self.configs(size, wd_scale, seeds)
+        seeds = seeds or self.seeds
         if train:
             run_sweep(list(cfgs.values()), store, executor, progress=progress)
         rows = []
@@ -117,7 +119,10 @@ class EmpiricalCheck:
         v = verdict(rows, self.tolerance)
         if wd_scale != 1.0:
             v = f"{v} (decay x{wd_scale:g}: a variation, not the paper's protocol)"
+        if size == "paper" and seeds != self.seeds:
+            v = f"{v} ({seeds} seeds; the protocol has {self.seeds})"
         return {"id": self.id, "claim": self.claim, "size": size, "wd_scale": wd_scale, "metric": self.metric,
+                "seeds": seeds if size == "paper" else 1, "protocol_seeds": self.seeds,
                 "tolerance": self.tolerance, "rule": __doc__.split("\n\n")[1].strip(), "rows": rows,
                 "verdict": v if size == "paper" else f"{v} (quick size: not evidence)", "notes": self.notes}
 
@@ -129,11 +134,11 @@ class TheoryCheck:
     measure: object          # callable() -> (rows, verdict)
     notes: str = ""
 
-    def missing(self, size: str, store=None, wd_scale: float = 1.0) -> int:
+    def missing(self, size: str, store=None, wd_scale: float = 1.0, seeds: int | None = None) -> int:
         return 0
 
     def run(self, size: str, store=None, executor=None, progress: bool = True, train: bool = True,
-            wd_scale: float = 1.0) -> dict:
+            wd_scale: float = 1.0, seeds: int | None = None) -> dict:
         rows, v = self.measure()
         return {"id": self.id, "claim": self.claim, "size": size, "rows": rows, "verdict": v,
                 "notes": self.notes}
@@ -147,6 +152,8 @@ def write_result(result: dict, folder, command: str) -> Path:
     result = {**result, "command": command}
     scale = result.get("wd_scale", 1.0)
     suffix = "" if scale == 1.0 else f"_wd_x{scale:g}"
+    if result.get("seeds", 1) != result.get("protocol_seeds", 1) and result["size"] == "paper":
+        suffix += f"_seeds{result['seeds']}"
     path = folder / f"{result['id']}_{result['size']}{suffix}.json"
     path.write_text(json.dumps(result, indent=1, default=float))
     pd.DataFrame([{k: v for k, v in r.items() if k not in ("per_seed", "run_ids")} for r in result["rows"]]

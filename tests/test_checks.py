@@ -117,3 +117,16 @@ def test_w6_judges_only_plateau_onsets():
     w5 = {c.run_id() for c in CHECKS["W5"].configs("paper").values()}
     w6 = {c.run_id() for (n, _), c in chk.configs("paper").items() if n.startswith("gamma 0.8")}
     assert len(w5 & w6) == 12    # gamma 0.8, onsets 2500, 7500, 12500, 15000: W5 runs reused
+
+
+def test_fewer_seeds_is_a_labelled_variation(tmp_path):
+    from critwin.paper_checks import write_result
+    chk = CHECKS["W7"]
+    cfgs = chk.configs("paper", seeds=3)
+    assert len(cfgs) == 4 * 3 and {s for _, s in cfgs} == {0, 1, 2}
+    assert set(cfgs.values()) <= set(chk.configs("paper").values())     # a prefix of the protocol's runs
+    res = chk.run("paper", _FakeStore({}), train=False, seeds=3)
+    assert res["seeds"] == 3 and "(3 seeds; the protocol has 12)" in res["verdict"]
+    assert write_result(res, tmp_path, "critwin check W7").name == "W7_paper_seeds3.json"
+    code = main(["check", "W7", "--size", "paper", "--seeds", "0", "--json"])
+    assert code == 2
