@@ -15,11 +15,12 @@ def cmd_compare(args):
     if not rows:
         return {"rows": []}, f"no onset sweeps (single-window runs) in {args.store}"
     frame = as_frame(rows)
-    cols = ["gamma", "width", "wd", "seeds", "onsets", "observed_first", "observed_last"]
+    cols = ["gamma", "width", "wd", "seeds", "onsets", "observed_first", "first_bracket", "observed_last", "last_bracket"]
     for m in args.methods:
         cols += [f"{m}_t1", f"{m}_t2", f"{m}_first_error"]
     text = [format_table(frame.to_dict(orient="records"), cols),
-            f"observed window: onsets whose mean final {args.metric} >= {args.threshold};"
+            f"observed window: onsets whose mean final {args.metric} >= {args.threshold}; brackets: where the"
+            " true edge lies between scanned onsets (its resolution);"
             " errors = observed - predicted, in steps; intervals: 90% seed bootstrap (JSON)."]
     payload = {"rows": frame.to_dict(orient="records"), "curves": [r["curve"] for r in rows]}
     if not args.no_figure:

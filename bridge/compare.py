@@ -39,7 +39,7 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
     table = onset_outcomes(summ, metric)
     rows = []
     for (gamma, width, lam), grp in table.groupby(["gamma", "wd_width", "wd_value"]):
-        if gammas is not None and not np.any(np.isclose(gamma, gammas)):
+        if (gammas is not None and not np.any(np.isclose(gamma, gammas))) or grp.onset.nunique() < 2:
             continue
         obs = observed_window(grp, threshold, n_boot)
         cfg = summ[(summ.gamma == gamma) & (summ.wd_width == width) & (summ.wd_value == lam)].iloc[0].to_dict()
@@ -49,6 +49,7 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
         row = {"gamma": gamma, "width": width, "wd": lam, "steps": total, "seeds": obs["seeds"],
                "onsets": len(obs["onsets"]), "observed_first": obs["first"], "observed_last": obs["last"],
                "observed_first_ci": obs["first_ci"], "observed_last_ci": obs["last_ci"],
+               "first_bracket": obs["first_bracket"], "last_bracket": obs["last_bracket"],
                "p_window_exists": obs["p_window_exists"], "curve": obs}
         for m, p in pred.items():
             row[f"{m}_t1"], row[f"{m}_t2"] = p["t1_steps"], p["t2_steps"]

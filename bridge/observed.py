@@ -30,10 +30,11 @@ def observed_window(table: pd.DataFrame, threshold: float = 0.5, n_boot: int = 1
     """
     wide = table.pivot_table(index="seed", columns="onset", values="value")
     onsets, vals = wide.columns.to_numpy(float), wide.to_numpy()
-    first, last = onset_window(onsets, np.nanmean(vals, axis=0), threshold)
     rng = np.random.default_rng(seed)
-    with warnings.catch_warnings():     # onsets whose resampled seeds all failed: nan, as intended
+    with warnings.catch_warnings():     # onsets without any finished seed: nan, as intended
         warnings.simplefilter("ignore", RuntimeWarning)
+        mean, sd = np.nanmean(vals, axis=0), np.nanstd(vals, axis=0, ddof=1) if len(vals) > 1 else np.zeros(len(onsets))
+        first, last = onset_window(onsets, mean, threshold)
         boot = np.array([onset_window(onsets, np.nanmean(vals[rng.integers(0, len(vals), len(vals))], axis=0),
                                       threshold) for _ in range(n_boot)])
     q = [(1 - level) / 2, 1 - (1 - level) / 2]
@@ -41,11 +42,25 @@ def observed_window(table: pd.DataFrame, threshold: float = 0.5, n_boot: int = 1
     def ci(col):
         ok = boot[~np.isnan(boot[:, col]), col]
         return [float(x) for x in np.quantile(ok, q)] if len(ok) else [float("nan")] * 2
-    return {"onsets": onsets.tolist(), "mean": np.nanmean(vals, axis=0).tolist(),
-            "sd": (np.nanstd(vals, axis=0, ddof=1) if len(vals) > 1 else np.zeros(len(onsets))).tolist(),
+    return {"onsets": onsets.tolist(), "mean": mean.tolist(),
+            "first_bracket": edge_bracket(onsets, first, -1), "last_bracket": edge_bracket(onsets, last, +1),
+            "sd": sd.tolist(),
             "seeds": int(len(vals)), "threshold": threshold, "first": first, "last": last,
             "first_ci": ci(0), "last_ci": ci(1), "p_window_exists": float(np.mean(~np.isnan(boot[:, 0]))),
             "ci_level": level}
+
+
+def edge_bracket(onsets: np.ndarray, edge: float, side: int) -> list[float]:
+    """Where the true edge lies given the scanned onsets: (previous onset, first] for the first
+    edge (side -1), [last, next onset) for the last (side +1); open-ended at the scan's ends.
+    Its width is the resolution to which the edge is located."""
+    if not np.isfinite(edge):
+        return [float("nan"), float("nan")]
+    on = np.sort(onsets)
+    nxt = on[on > edge] if side > 0 else on[on < edge]
+    other = (float(nxt.min()) if len(nxt) else float("inf")) if side > 0 else \
+        (float(nxt.max()) if len(nxt) else float("-inf"))
+    return sorted([other, float(edge)])
 
 
 def first_step(steps: np.ndarray, values: np.ndarray, level: float) -> float:

@@ -20,6 +20,7 @@ def test_observed_window_and_bootstrap():
     assert (w["first"], w["last"]) == (100.0, 200.0) and w["seeds"] == 3
     assert w["first_ci"] == [100.0, 100.0] and w["p_window_exists"] == 1.0
     assert w["mean"][1] == pytest.approx(0.7)
+    assert w["first_bracket"] == [0.0, 100.0] and w["last_bracket"] == [200.0, 300.0]   # resolution 100
 
 
 def test_window_absent_when_nothing_crosses():
