@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 
 from .. import theory as th
-from ..empirical import load_summaries
+from ..empirical import RunStore, load_summaries
+from ..errors import ConfigError
 from ..theory.setting import multiplier_from_exponent
 from .observed import observed_window, onset_outcomes
 
@@ -22,6 +23,24 @@ def setting_for(config_row: dict, **theory_options) -> th.StylisedSetting:
                               **sizes, **theory_options)
 
 
+def run_recipe(config: dict, delta: float = 0.5, sigma_def: str = "gram") -> dict:
+    """The recipe window with sigma_e and c_r read from the run's own initial token embeddings
+    (rebuilt from its config and seed) and its task's training pairs."""
+    from ..empirical import TrainConfig
+    from ..empirical.train import initial_model
+    cfg = TrainConfig.from_dict(config) if isinstance(config, dict) else config
+    if cfg.task != "anchor_permutation":
+        raise ConfigError("task", cfg.task, "anchor_permutation (keys and anchors are tokens there)")
+    model, data = initial_model(cfg)
+    perms = np.asarray(data.info["permutations"])
+    n_anchors, n_keys = perms.shape
+    W = model.tok.weight.detach().double().numpy()          # vocab x d: keys first, then anchors
+    s = setting_for({"task": cfg.task, "gamma": cfg.model.gamma, "init": cfg.model.init, "d": cfg.model.d,
+                     "lr": cfg.lr})
+    return th.windows.recipe_from_embeddings(W[:n_keys].T, W[n_keys:n_keys + n_anchors].T,
+                                             np.asarray(data.info["train_pairs"]), s.gamma, s.eta, delta, sigma_def)
+
+
 def predicted_windows(s: th.StylisedSetting, methods=("recipe", "reduced"), **kw) -> dict:
     out = {}
     for m in methods:
@@ -31,9 +50,12 @@ def predicted_windows(s: th.StylisedSetting, methods=("recipe", "reduced"), **kw
 
 
 def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
-            methods=("recipe", "reduced"), n_boot: int = 1000, **theory_options) -> list[dict]:
+            methods=("recipe", "recipe_run", "reduced"), n_boot: int = 1000, **theory_options) -> list[dict]:
     """One row per (gamma, width, lambda) onset sweep in the store: observed window with
-    its bootstrap interval next to each method's predicted window, errors in steps."""
+    its bootstrap interval next to each method's predicted window, errors in steps.
+
+    Methods: recipe (orthonormal keys, sigma_e = 1), recipe_run (sigma_e and c_r of the run's
+    own initial embeddings), reduced and full (derived equations / stylised flow)."""
     theory_options.setdefault("targets", "permutation")   # the Transformer's task
     summ = load_summaries(store)
     table = onset_outcomes(summ, metric)
@@ -45,7 +67,11 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
         cfg = summ[(summ.gamma == gamma) & (summ.wd_width == width) & (summ.wd_value == lam)].iloc[0].to_dict()
         s = setting_for(cfg, **theory_options)
         total = int(cfg["steps"])
-        pred = predicted_windows(s, methods, width=width, wd=lam, total=total, threshold=threshold)
+        pred = predicted_windows(s, [m for m in methods if m != "recipe_run"], width=width, wd=lam, total=total,
+                                 threshold=threshold)
+        if "recipe_run" in methods:
+            run = run_recipe(RunStore(store).load(cfg["run_id"]).config, s.delta)
+            pred["recipe_run"] = {"t1_steps": float(run["t1_steps"][0]), "t2_steps": float(run["t2_steps"][0])}
         row = {"gamma": gamma, "width": width, "wd": lam, "steps": total, "seeds": obs["seeds"],
                "onsets": len(obs["onsets"]), "observed_first": obs["first"], "observed_last": obs["last"],
                "observed_first_ci": obs["first_ci"], "observed_last_ci": obs["last_ci"],

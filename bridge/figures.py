@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-COLORS = {"recipe": "tab:blue", "reduced": "tab:orange", "full": "tab:green"}
+COLORS = {"recipe": "tab:blue", "recipe_run": "tab:purple", "reduced": "tab:orange", "full": "tab:green"}
 
 
 def _save(fig, path) -> Path:

@@ -63,7 +63,7 @@ def build_report(store, out, threshold: float = 0.5, wd_scales=(1.0,), fit_gamma
     if rows:
         fig = figures.plot_onset_comparison(rows, out / "onsets.png")
         cols = ["gamma", "width", "wd", "seeds", "onsets", "observed_first", "observed_last",
-                "recipe_t1", "recipe_t2", "reduced_t1", "reduced_t2"]
+                "recipe_t1", "recipe_t2", "recipe_run_t1", "recipe_run_t2", "reduced_t1", "reduced_t2"]
         md += [_md_table(as_frame(rows).to_dict(orient="records"), cols), "", f"![onsets]({fig.name})", ""]
     else:
         md += ["No onset sweeps (single-window runs at several onsets) in this store.", ""]

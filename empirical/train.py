@@ -53,16 +53,22 @@ def log_metrics(model, data, step: int, device, rows: list) -> dict:
     return flat
 
 
+def initial_model(cfg: TrainConfig):
+    """(model at its seeded initialisation, task data): exactly what `train` starts from."""
+    torch.manual_seed(cfg.seed)
+    data = make_task(cfg.task, cfg.task_seed).generate()
+    return build_model(cfg, data.vocab_size, data.seq_len), data
+
+
 def train(cfg: TrainConfig, progress: bool = True) -> Run:
     """Train one model. Deterministic on CPU for a given config (seeded init and batches)."""
     device = _device(cfg.device)
-    torch.manual_seed(cfg.seed)
+    model, data = initial_model(cfg)
+    model = model.to(device)
     gen = torch.Generator().manual_seed(cfg.seed)
-    data = make_task(cfg.task, cfg.task_seed).generate()
     train_split = data.splits["train"]
     if cfg.batch_size > len(train_split):
         raise ConfigError("batch_size", cfg.batch_size, f"at most the {len(train_split)} training examples")
-    model = build_model(cfg, data.vocab_size, data.seq_len).to(device)
     opt = build_optimizer(cfg, model.parameters())
     comps = model.components()
     freezes = cfg.freezes()

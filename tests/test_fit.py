@@ -87,3 +87,31 @@ def test_bridge_fit_cli(capsys, gamma_store, tmp_path):
     res = d["results"][0]
     assert {r["gamma"] for r in res["rows"]} == {0.5, 0.8} and set(res["scores"]) == set(LAWS)
     assert (tmp_path / "bridge_fit_memorization.png").stat().st_size > 1000
+
+
+def test_recipe_from_embeddings_matches_the_setting_recipe():
+    from critwin.theory import build_problem
+    from critwin.theory.windows import recipe_from_embeddings, recipe_window
+    s = StylisedSetting()
+    p = build_problem(s)
+    a = recipe_window(s, [0.5, 0.8])
+    b = recipe_from_embeddings(p.keys, p.anchors, p.pairs, [0.5, 0.8], s.eta, s.delta)
+    np.testing.assert_allclose(b["t1_steps"], a["t1_steps"])
+    np.testing.assert_allclose(b["t2_steps"], a["t2_steps"])
+    with pytest.raises(ConfigError, match="eta"):
+        recipe_from_embeddings(p.keys, p.anchors, p.pairs, 0.8, 0.0)
+
+
+def test_run_recipe_reads_the_runs_initial_embeddings():
+    from critwin.bridge.compare import run_recipe
+    from critwin.empirical.sweep import config_from_flat
+    from critwin.empirical.train import initial_model
+    cfg = config_from_flat({"d": 32, "gamma": 0.8, "seed": 3, "steps": 10})
+    model, data = initial_model(cfg)
+    E = model.tok.weight.detach().double().numpy()[:16]                 # 16 keys x d
+    lam = np.linalg.eigvalsh(E @ E.T).min()                              # K < d: all nonzero
+    res = run_recipe(cfg)
+    assert res["sigma_e"] == pytest.approx(lam, rel=1e-9)
+    assert res["t1_steps"][0] == pytest.approx(np.log(2) / cfg.lr / lam, rel=1e-9)
+    assert run_recipe(cfg)["t2_steps"][0] == res["t2_steps"][0]          # same seed, same init
+    assert run_recipe(config_from_flat({"d": 32, "seed": 4, "steps": 10}))["sigma_e"] != res["sigma_e"]

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from .flow import integrate_flow
-from .rates import compute_rates
+from .rates import c_r, compute_rates, sigma_e
 from .reduced import check_law, crossing_times, simulate_reduced
 from ..schedules import Schedule
 from .setting import StylisedSetting, build_problem, check_gamma
@@ -35,15 +35,33 @@ def _gammas(s: StylisedSetting, gamma) -> np.ndarray:
     return g
 
 
-def recipe_window(s: StylisedSetting, gamma=None) -> dict:
+def _recipe(sig: float, cr: float, gamma: np.ndarray, eta: float, delta: float, sigma_def: str) -> dict:
     """Paper: mu_m = sigma_e, mu_r = c_r gamma^2 sigma_e, t = ln(1/delta)/mu/eta."""
-    r = compute_rates(s, _gammas(s, gamma))
-    if r.sigma_e <= 0:
-        raise ConfigError("sigma_def", s.sigma_def,
+    if sig <= 0:
+        raise ConfigError("sigma_def", sigma_def,
                           "a definition with sigma_e > 0 ('literal' is 0 when keys < d: use gram or gram_mean)")
-    k = np.log(1 / s.delta) / s.eta
-    return {"gamma": r.gamma, "mu_m": np.full_like(r.gamma, r.paper_mu_m), "mu_r": r.paper_mu_r,
-            "t1_steps": np.full_like(r.gamma, k / r.paper_mu_m), "t2_steps": k / r.paper_mu_r, "rates": r}
+    k = np.log(1 / delta) / eta
+    mu_r = cr * gamma**2 * sig
+    return {"gamma": gamma, "mu_m": np.full_like(gamma, sig), "mu_r": mu_r,
+            "t1_steps": np.full_like(gamma, k / sig), "t2_steps": k / mu_r}
+
+
+def recipe_window(s: StylisedSetting, gamma=None) -> dict:
+    """The paper's recipe for the stylised setting's own embeddings."""
+    r = compute_rates(s, _gammas(s, gamma))
+    return {**_recipe(r.sigma_e, r.c_r, r.gamma, s.eta, s.delta, s.sigma_def), "rates": r}
+
+
+def recipe_from_embeddings(keys: np.ndarray, anchors: np.ndarray, pairs: np.ndarray, gamma, eta: float,
+                           delta: float = 0.5, sigma_def: str = "gram") -> dict:
+    """The paper's recipe with sigma_e and c_r read from given embeddings (d x K keys, d x M
+    anchors, training pairs as index rows), e.g. a trained model's own initial embeddings."""
+    g = np.atleast_1d(np.asarray(gamma, dtype=float))
+    check_gamma(g)
+    if not (np.isfinite(eta) and eta > 0):
+        raise ConfigError("eta", eta, "a learning rate > 0")
+    sig, cr = sigma_e(np.asarray(keys, float), sigma_def), c_r(np.asarray(anchors, float), np.asarray(pairs))
+    return {**_recipe(sig, cr, g, eta, delta, sigma_def), "sigma_e": sig, "c_r": cr}
 
 
 def reduced_window(s: StylisedSetting, gamma=None, law: str = "bilinear") -> dict:
