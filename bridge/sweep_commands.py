@@ -60,7 +60,8 @@ def cmd_edge(args):
     finally:
         ex.close()
     text = [format_table(out["evaluations"]),
-            f"edge of mean {out['metric']} >= {out['threshold']}: {out['edge'] or out.get('message')}",
+            f"edge of mean {out['metric']} >= {out['threshold']}: {out['edge'] or out.get('message')}"
+            + (f" (90% seed-bootstrap interval {out['edge_ci']})" if out.get("edge_ci") else ""),
             f"runs: {out['runs']} (a grid at this resolution: {out['grid_runs']})"]
     return out, "\n".join(text)
 

@@ -140,3 +140,15 @@ def test_killed_sweep_resumes_with_exactly_the_missing_runs(tmp_path):
     assert sorted(res.skipped) == sorted(complete) and len(res.done) == 8 - len(complete)
     ids, problems = store.scan()
     assert len(ids) == 8 and problems == []
+
+
+def test_bootstrap_edge_interval():
+    from critwin.empirical.sweep.edge import bootstrap_edge
+    # every seed crosses between 200 and 300: the interval is that midpoint exactly
+    same = {100: [0.1, 0.2, 0.1], 200: [0.3, 0.4, 0.2], 300: [0.8, 0.9, 0.7], 400: [0.9, 0.9, 0.9]}
+    assert bootstrap_edge(same, 0.5) == [250.0, 250.0]
+    # one seed crosses early: resamples move the edge between the two brackets
+    mixed = {100: [0.1, 0.1, 0.9], 200: [0.2, 0.3, 0.9], 300: [0.8, 0.9, 0.9]}
+    lo, hi = bootstrap_edge(mixed, 0.5)
+    assert lo == 150.0 and hi == 250.0
+    assert all(np.isnan(bootstrap_edge({100: [0.1], 200: [0.2]}, 0.5)))     # no crossing at all

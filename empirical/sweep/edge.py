@@ -27,6 +27,7 @@ def find_edge(base: dict, param: str, lo: float, hi: float, resolution: float, t
     store = store or RunStore("runs")
     seeds = list(seeds)
     evals: dict[float, float] = {}
+    per_seed: dict[float, list[float]] = {}
     runs_used: set[str] = set()
 
     def outcome(v: float) -> float:
@@ -34,8 +35,8 @@ def find_edge(base: dict, param: str, lo: float, hi: float, resolution: float, t
             cfgs = [config_from_flat({**base, param: _cast(v), "seed": s}) for s in seeds]
             run_sweep(cfgs, store, executor, progress=progress)
             runs_used.update(c.run_id() for c in cfgs)
-            vals = [_final(store, c.run_id(), metric) for c in cfgs]
-            evals[v] = float(np.nanmean(vals)) if not all(math.isnan(x) for x in vals) else float("nan")
+            per_seed[v] = [_final(store, c.run_id(), metric) for c in cfgs]
+            evals[v] = float(np.nanmean(per_seed[v])) if not all(math.isnan(x) for x in per_seed[v]) else float("nan")
         return evals[v]
 
     n_grid = int(math.floor((hi - lo) / resolution)) + 1
@@ -55,7 +56,29 @@ def find_edge(base: dict, param: str, lo: float, hi: float, resolution: float, t
             b = mid
     return {**out, "edge": [lo + a * resolution, lo + b * resolution],
             "direction": "falls" if side_a else "rises", "evaluations": _table(evals),
-            "runs": len(runs_used)}
+            "runs": len(runs_used), "edge_ci": bootstrap_edge(per_seed, threshold),
+            "ci_level": 0.9}
+
+
+def bootstrap_edge(per_seed: dict, threshold: float, n_boot: int = 1000, level: float = 0.9,
+                   seed: int = 0) -> list[float]:
+    """Seed-bootstrap interval of the edge: resample seeds (the same ones at every evaluated
+    value), take the midpoint of the first adjacent pair of evaluated values whose resampled
+    means lie on opposite sides of the threshold; quantiles over resamples with a crossing."""
+    values = np.array(sorted(per_seed))
+    vals = np.array([per_seed[v] for v in values], dtype=float)       # values x seeds
+    rng = np.random.default_rng(seed)
+    mids = []
+    for _ in range(n_boot):
+        with np.errstate(all="ignore"):
+            m = np.nanmean(vals[:, rng.integers(0, vals.shape[1], vals.shape[1])], axis=1)
+        side = m >= threshold
+        cross = np.nonzero(side[1:] != side[:-1])[0]
+        if len(cross):
+            mids.append((values[cross[0]] + values[cross[0] + 1]) / 2)
+    if not mids:
+        return [float("nan"), float("nan")]
+    return [float(x) for x in np.quantile(mids, [(1 - level) / 2, 1 - (1 - level) / 2])]
 
 
 def _cast(v: float):
