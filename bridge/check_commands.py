@@ -5,6 +5,7 @@ from ..empirical import RunStore
 from ..empirical.sweep import make_executor
 from ..errors import ConfigError
 from ..paper_checks import CHECKS, CLAIM_IDS, SIZES, write_result
+from .figures import plot_check
 from .sweep_commands import add_executor_args
 from .table import format_table
 
@@ -33,7 +34,9 @@ def cmd_check(args):
             res = CHECKS[i].run(args.size, store, ex, not args.no_progress, wd_scale=args.wd_scale,
                                 seeds=args.seeds)
             if args.results:
-                res["result_file"] = str(write_result(res, args.results, args.command_line))
+                path = write_result(res, args.results, args.command_line)
+                res["result_file"] = str(path)
+                res["figure"] = str(plot_check(res, path.with_suffix(".png")))
             results.append(res)
             text += [f"{res['id']} | {res['claim']}", format_table([_fmt_row(r) for r in res["rows"]]),
                      f"verdict: {res['verdict']}" + (f" (tolerance {res['tolerance']})" if "tolerance" in res else ""),

@@ -126,3 +126,48 @@ def plot_law_fits(results: list[dict], path, quantity: str) -> Path:
         ax.set_title(" / ".join(res["group"]), fontsize=9)
         ax.legend(fontsize=7)
     return _save(fig, path)
+
+
+def _paper_interval(paper):
+    if isinstance(paper, (list, tuple)) and len(paper) == 2:
+        return float(paper[0]), float(paper[1])
+    if isinstance(paper, (int, float)) and not isinstance(paper, bool):
+        return float(paper), float(paper)
+    if isinstance(paper, str) and paper.count("-") == 1:       # "200-500"
+        try:
+            lo, hi = (float(x) for x in paper.split("-"))
+            return lo, hi
+        except ValueError:
+            return None
+    return None
+
+
+def plot_check(result: dict, path) -> Path:
+    """Measured (mean +- sd, per-seed dots) next to the paper's value or range, one row per
+    compared value; values on a 0-1 scale and the others get separate panels."""
+    rows = [r for r in result["rows"] if isinstance(r.get("measured"), (int, float))]
+    def small(r):
+        p = _paper_interval(r["paper"])
+        return max(abs(r["measured"]) if np.isfinite(r["measured"]) else 0, *(map(abs, p) if p else [0])) <= 1.5
+    groups = [g for g in ([r for r in rows if small(r)], [r for r in rows if not small(r)]) if g]
+    fig, axes = plt.subplots(1, max(len(groups), 1), figsize=(6.5 * max(len(groups), 1), 0.9 + 0.32 * len(rows)),
+                             squeeze=False)
+    for ax, grp in zip(axes[0], groups):
+        y = np.arange(len(grp))[::-1]
+        for yi, r in zip(y, grp):
+            p = _paper_interval(r["paper"])
+            if p:
+                ax.plot(p, [yi, yi], "-|", color="tab:red", lw=6, alpha=0.5, ms=12,
+                        label="paper" if yi == y[0] else None)
+            ax.errorbar(r["measured"], yi, xerr=r.get("sd", 0) or 0, fmt="o", color="k", capsize=3,
+                        label="measured (mean +- sd)" if yi == y[0] else None)
+            seeds = [v for v in r.get("per_seed", []) if v is not None and np.isfinite(v)]
+            ax.plot(seeds, [yi] * len(seeds), ".", color="0.5", ms=4)
+        ax.set_yticks(y)
+        ax.set_yticklabels([r["value"] for r in grp], fontsize=7)
+        xs = [r["measured"] for r in grp] + [v for r in grp for v in (_paper_interval(r["paper"]) or ())]
+        if grp is groups[-1] and not small(grp[0]) and all(np.isfinite(x) and x > 0 for x in xs):
+            ax.set_xscale("log")
+        ax.legend(fontsize=7, loc="best")
+    axes[0][0].set_title(f"{result['id']}: {result['verdict']}", fontsize=8)
+    return _save(fig, path)

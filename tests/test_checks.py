@@ -32,6 +32,7 @@ def test_t1_check(capsys, tmp_path):
     d = json.loads(capsys.readouterr().out)
     assert code == 0 and d["verdict"] in ("reproduced", "not reproduced")
     assert (tmp_path / "T1_quick.json").exists() and (tmp_path / "T1_quick.csv").exists()
+    assert (tmp_path / "T1_quick.png").stat().st_size > 1000
 
 
 def test_quick_empirical_check_runs_end_to_end(capsys, tmp_path):
@@ -42,6 +43,7 @@ def test_quick_empirical_check_runs_end_to_end(capsys, tmp_path):
     assert {r["value"] for r in d["rows"]} == {"window [0,5000) 4e-3", "no decay"}
     assert all(r["n"] == 1 and 0 <= r["measured"] <= 1 for r in d["rows"])
     saved = json.loads((tmp_path / "res" / "W2_quick.json").read_text())
+    assert (tmp_path / "res" / "W2_quick.png").stat().st_size > 1000
     assert saved["command"].startswith("critwin check W2")
 
 
