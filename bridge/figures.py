@@ -119,8 +119,9 @@ def plot_law_fits(results: list[dict], path, quantity: str) -> Path:
         ax.plot(g[fit], obs[fit], "o", ms=13, mfc="none", mec="tab:red", label="fitted at")
         for law, col in zip(res["scores"], ("0.5", "tab:blue", "tab:orange")):
             err = res["scores"][law]["mean_abs_log_error"]
-            ax.plot(g, [r[f"pred {law}"] for r in rows], "-", color=col,
-                    label=f"{law} (held-out |ln err| {err:.2f})")
+            cg, cv = (res["curves"]["gamma"], res["curves"][law]) if "curves" in res else \
+                (g, [r[f"pred {law}"] for r in rows])
+            ax.plot(cg, cv, "-", color=col, label=f"{law} (held-out |ln err| {err:.2f})")
         ax.set_xlabel("init scale gamma")
         ax.set_ylabel(f"{quantity} time (steps)")
         ax.set_title(" / ".join(res["group"]), fontsize=9)

@@ -85,9 +85,12 @@ def held_out_test(table: pd.DataFrame, fit_gammas, laws=LAWS, setting: th.Stylis
         raise ConfigError("fit_gamma", fit_gammas.tolist(), f"one of the observed gammas {gam.tolist()}")
     per["role"] = np.where(is_fit, "fit", "held-out")
     scores = {}
+    grid = np.linspace(gam.min(), gam.max(), 40)
+    curves = {"gamma": grid.tolist()}
     for law in laws:
         f = LawFit(law, setting).fit(gam[is_fit], per.observed.to_numpy()[is_fit])
         pred = f.predict(gam)
+        curves[law] = f.predict(grid).tolist()
         per[f"pred {law}"] = pred
         per[f"error {law}"] = per.observed - pred
         test = ~is_fit & per.observed.notna().to_numpy()
@@ -100,7 +103,7 @@ def held_out_test(table: pd.DataFrame, fit_gammas, laws=LAWS, setting: th.Stylis
     best = min(finite, key=finite.get) if finite else "n/a"
     slope = float(np.polyfit(np.log(gam[per.observed.notna()]), np.log(per.observed.dropna()), 1)[0]) \
         if per.observed.notna().sum() >= 2 else float("nan")
-    return {"rows": per.to_dict(orient="records"), "scores": scores, "better_law": best,
+    return {"rows": per.to_dict(orient="records"), "scores": scores, "better_law": best, "curves": curves,
             "observed_log_slope": slope, "fit_gammas": fit_gammas.tolist(), "held_out": int((~is_fit).sum())}
 
 
