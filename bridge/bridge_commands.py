@@ -61,6 +61,12 @@ def cmd_fit(args):
     if not results:
         text.append(f"no group of {args.quantity} times with the fit gamma and another gamma in {args.store}")
     payload = {"quantity": args.quantity, "fit_gamma": args.fit_gamma, "results": results}
+    if args.quantity == "reasoning":
+        from .observed import decay_budget_at_rise
+        budget = decay_budget_at_rise(args.store, args.ood_level).to_dict(orient="records")
+        payload["decay_budget"] = budget
+        text += ["cumulative decay at the OOD rise (budget = lr * lambda * rise steps, mean over runs that rose):",
+                 format_table(budget), ""]
     if results and not args.no_figure:
         path = Path(args.out) / f"bridge_fit_{args.quantity}.png"
         figures.plot_law_fits(results, path, args.quantity)

@@ -129,3 +129,18 @@ def observed_times(store, quantity: str, mem_level: float = 0.9, ood_level: floa
     dec = dec.assign(value=dec.reasoning_step - dec.wd_window_start)
     return {(f"decay {lam:g}", f"width {w:g}"): g[["gamma", "value", "run_id"]].reset_index(drop=True)
             for (lam, w), g in dec.groupby(["wd_value", "wd_width"])}
+
+
+def decay_budget_at_rise(store, ood_level: float = 0.5) -> pd.DataFrame:
+    """Per (decay value, width, gamma): the reasoning time after the decay onset and the
+    cumulative shrink lr * lambda * time it took, i.e. how much decay the OOD rise needed."""
+    from ..empirical import load_summaries
+    rows = []
+    lr = load_summaries(store).set_index("run_id")["lr"]
+    for (lam, width), t in observed_times(store, "reasoning", ood_level=ood_level).items():
+        t = t.assign(per_step=lr.loc[t.run_id].to_numpy() * float(lam.split()[1]))
+        for gamma, g in t.groupby("gamma"):
+            rows.append({"decay": float(lam.split()[1]), "width": float(width.split()[1]), "gamma": gamma,
+                         "per_step": g.per_step.mean(), "runs": len(g), "reached": int(g.value.notna().sum()),
+                         "rise_steps": g.value.mean(), "budget": (g.value * g.per_step).mean()})
+    return pd.DataFrame(rows)

@@ -115,3 +115,12 @@ def test_run_recipe_reads_the_runs_initial_embeddings():
     assert res["t1_steps"][0] == pytest.approx(np.log(2) / cfg.lr / lam, rel=1e-9)
     assert run_recipe(cfg)["t2_steps"][0] == res["t2_steps"][0]          # same seed, same init
     assert run_recipe(config_from_flat({"d": 32, "seed": 4, "steps": 10}))["sigma_e"] != res["sigma_e"]
+
+
+def test_decay_budget_is_rise_times_per_step_decay(gamma_store):
+    from critwin.bridge.observed import decay_budget_at_rise
+    b = decay_budget_at_rise(gamma_store, ood_level=0.07)
+    assert set(b.gamma) == {0.5, 0.8} and (b.runs == 3).all()
+    assert np.allclose(b.per_step, 1e-2 * 0.5)
+    ok = b.reached > 0
+    np.testing.assert_allclose(b.budget[ok], b.rise_steps[ok] * 5e-3)
