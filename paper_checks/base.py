@@ -63,6 +63,21 @@ def _scale(flat: dict, f: float) -> dict:
     return out
 
 
+def final_metric(store: RunStore, cfg, metric: str = "ood_acc") -> float:
+    """A run's final metric; nan when the run is not (completely) in the store."""
+    if store.status(cfg.run_id()) != "complete":
+        return float("nan")
+    return float(store.load(cfg.run_id()).summary["final"].get(metric, np.nan))
+
+
+def mean_sd(vals) -> dict:
+    """measured (mean), sd (ddof 1) and n over the finite values; nan when there are none."""
+    v = np.asarray(vals, float)
+    v = v[~np.isnan(v)]
+    return {"measured": float(v.mean()) if len(v) else float("nan"),
+            "sd": float(v.std(ddof=1)) if len(v) > 1 else 0.0, "n": int(len(v))}
+
+
 @dataclass(frozen=True)
 class EmpiricalCheck:
     """Runs `variants` x `seeds` on top of `base`; compares final `metric` per variant."""
@@ -107,12 +122,8 @@ class EmpiricalCheck:
             run_sweep(list(cfgs.values()), store, executor, progress=progress)
         rows = []
         for name in self.variants:
-            vals = np.array([store.load(c.run_id()).summary["final"].get(self.metric, np.nan)
-                             if store.status(c.run_id()) == "complete" else np.nan
-                             for (n, _), c in cfgs.items() if n == name])
-            rows.append({"value": name, "paper": self.paper[name], "measured": float(np.nanmean(vals)),
-                         "sd": float(np.nanstd(vals, ddof=1)) if len(vals) > 1 else 0.0,
-                         "n": int(np.sum(~np.isnan(vals))), "per_seed": vals.tolist(),
+            vals = np.array([final_metric(store, c, self.metric) for (n, _), c in cfgs.items() if n == name])
+            rows.append({"value": name, "paper": self.paper[name], **mean_sd(vals), "per_seed": vals.tolist(),
                          "run_ids": [c.run_id() for (n, _), c in cfgs.items() if n == name]})
         if self.extra_rows is not None:
             rows += self.extra_rows(store, cfgs)

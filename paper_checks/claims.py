@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import EmpiricalCheck, TheoryCheck
+from .base import EmpiricalCheck, TheoryCheck, final_metric, mean_sd
 
 PAPER_BASE = {"task": "anchor_permutation", "gamma": 0.8, "steps": 20000, "lr": 3e-3}
 
@@ -52,8 +52,8 @@ def _w6_edges(store, cfgs) -> list[dict]:
     from ..theory.windows import onset_window
     rows = []
     for g in W6_GAMMAS:
-        means = [np.nanmean([_final(store, c) for (n, _), c in cfgs.items() if n == f"gamma {g} onset {o}"])
-                 for o in W6_ONSETS]
+        means = [mean_sd([final_metric(store, c) for (n, _), c in cfgs.items()
+                          if n == f"gamma {g} onset {o}"])["measured"] for o in W6_ONSETS]
         onsets = [cfgs[(f"gamma {g} onset {o}", 0)].wd_windows[0][0] for o in W6_ONSETS]
         first, last = onset_window(np.array(onsets, float), np.array(means), 0.5)
         rows += [{"value": f"gamma {g}: first onset with OOD >= 0.5", "paper": None, "measured": first,
@@ -77,12 +77,6 @@ W10_LAMBDAS = (0.0, 3e-4, 1e-3, 3e-3, 1e-2)
 W10_CONDENSATION = dict(zip(W10_LAMBDAS, (42.4, 38.2, 32.5, 25.6, 21.6)))
 
 
-def _final(store, cfg, metric="ood_acc") -> float:
-    if store.status(cfg.run_id()) != "complete":
-        return float("nan")
-    return float(store.load(cfg.run_id()).summary["final"].get(metric, np.nan))
-
-
 def _condensation_at(store, cfg, fraction: float = 0.2) -> float:
     """Condensation at the evaluation nearest fraction * steps."""
     if store.status(cfg.run_id()) != "complete":
@@ -99,10 +93,9 @@ def _w10_rows(store, cfgs) -> list[dict]:
         keys = [k for k in cfgs if k[0] == f"lambda {lam:g}"]
         c = np.array([_condensation_at(store, cfgs[k]) for k in keys])
         cs += c.tolist()
-        oods += [_final(store, cfgs[k]) for k in keys]
-        rows.append({"value": f"C(0.2T) lambda {lam:g}", "paper": W10_CONDENSATION[lam],
-                     "measured": float(np.nanmean(c)), "sd": float(np.nanstd(c, ddof=1)) if len(c) > 1 else 0.0,
-                     "n": int(np.sum(~np.isnan(c))), "tolerance": 0.1 * W10_CONDENSATION[lam]})
+        oods += [final_metric(store, cfgs[k]) for k in keys]
+        rows.append({"value": f"C(0.2T) lambda {lam:g}", "paper": W10_CONDENSATION[lam], **mean_sd(c),
+                     "tolerance": 0.1 * W10_CONDENSATION[lam]})
     ok = ~(np.isnan(cs) | np.isnan(oods))
     rho = float(spearmanr(np.array(cs)[ok], np.array(oods)[ok]).statistic) if ok.sum() > 2 else float("nan")
     rows.append({"value": "Spearman rho(C(0.2T), final OOD) over runs", "paper": 0.25, "measured": rho,
