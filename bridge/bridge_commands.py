@@ -1,12 +1,11 @@
 """Handlers of `critwin bridge ...`: theory against the runs in a store."""
 from __future__ import annotations
 
-from pathlib import Path
-
-
 from . import figures
 from .compare import as_frame, compare
+from .observed import QUANTITIES
 from .table import format_table
+from .theory_commands import attach_figure, figure_args
 
 
 def cmd_compare(args):
@@ -23,11 +22,8 @@ def cmd_compare(args):
             " true edge lies between scanned onsets (its resolution);"
             " errors = observed - predicted, in steps; intervals: 90% seed bootstrap (JSON)."]
     payload = {"rows": frame.to_dict(orient="records"), "curves": [r["curve"] for r in rows]}
-    if not args.no_figure:
-        path = Path(args.out) / "bridge_compare.png"
-        figures.plot_onset_comparison(rows, path, args.metric)
-        payload["figure"] = str(path)
-        text.append(f"figure: {path}")
+    attach_figure(args, "bridge_compare.png", lambda path: figures.plot_onset_comparison(rows, path, args.metric),
+                  payload, text)
     return payload, "\n".join(text)
 
 
@@ -51,13 +47,12 @@ def cmd_timescales(args):
 
 
 def cmd_fit(args):
-    from .fit import fit_store
+    from .fit import fit_columns, fit_store, fit_summary
     results, skipped = fit_store(args.store, args.quantity, args.fit_gamma, mem_level=args.mem_level,
                                  ood_level=args.ood_level, threshold=args.threshold)
     text = list(skipped)
     for res in results:
-        cols = ["gamma", "role", "n", "observed", "sd"] + [f"pred {law}" for law in res["scores"]]
-        text += [" / ".join(res["group"]), format_table(res["rows"], cols), fit_summary(res), ""]
+        text += [" / ".join(res["group"]), format_table(res["rows"], fit_columns(res)), fit_summary(res), ""]
     if not results:
         text.append(f"no group of {args.quantity} times with the fit gamma and another gamma in {args.store}")
     payload = {"quantity": args.quantity, "fit_gamma": args.fit_gamma, "results": results}
@@ -67,18 +62,10 @@ def cmd_fit(args):
         payload["decay_budget"] = budget
         text += ["cumulative decay at the OOD rise (budget = lr * lambda * rise steps, mean over runs that rose):",
                  format_table(budget), ""]
-    if results and not args.no_figure:
-        path = Path(args.out) / f"bridge_fit_{args.quantity}.png"
-        figures.plot_law_fits(results, path, args.quantity)
-        payload["figure"] = str(path)
-        text.append(f"figure: {path}")
+    if results:
+        attach_figure(args, f"bridge_fit_{args.quantity}.png",
+                      lambda path: figures.plot_law_fits(results, path, args.quantity), payload, text)
     return payload, "\n".join(text)
-
-
-def fit_summary(res: dict) -> str:
-    return ("held-out mean |ln(pred/obs)|: " + ", ".join(
-        f"{law} {v['mean_abs_log_error']:.3f}" for law, v in res["scores"].items())
-        + f"; better: {res['better_law']}; observed d ln t / d ln gamma = {res['observed_log_slope']:.2f}")
 
 
 def register(sub):
@@ -93,21 +80,19 @@ def register(sub):
     p.add_argument("--loss-norm", choices=("sum", "pair", "mean"), default="sum")
     p.add_argument("--targets", choices=("teacher", "permutation"), default="permutation",
                    help="stylised targets for the theory (the Transformer's task is a permutation task)")
-    p.add_argument("--out", default="critwin-out")
-    p.add_argument("--no-figure", action="store_true")
+    figure_args(p, "bridge_compare.png")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_compare)
 
     p = sub.add_parser("fit", help="fit each rate law at one gamma, predict the held-out gammas")
     p.add_argument("--store", default="runs")
-    p.add_argument("--quantity", choices=("memorization", "reasoning", "window_first", "window_last"),
+    p.add_argument("--quantity", choices=QUANTITIES,
                    default="reasoning", help="observed time to fit (see critwin.bridge.observed.observed_times)")
     p.add_argument("--fit-gamma", type=float, default=0.8, help="the gamma whose runs fix each law's prefactor")
     p.add_argument("--mem-level", type=float, default=0.9)
     p.add_argument("--ood-level", type=float, default=0.5)
     p.add_argument("--threshold", type=float, default=0.5, help="final OOD level defining observed windows")
-    p.add_argument("--out", default="critwin-out")
-    p.add_argument("--no-figure", action="store_true")
+    figure_args(p, "bridge_fit_QUANTITY.png")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_fit)
 

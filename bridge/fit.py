@@ -107,6 +107,18 @@ def held_out_test(table: pd.DataFrame, fit_gammas, laws=LAWS, setting: th.Stylis
             "observed_log_slope": slope, "fit_gammas": fit_gammas.tolist(), "held_out": int((~is_fit).sum())}
 
 
+def fit_columns(res: dict) -> list[str]:
+    """Table columns of a held_out_test result: observed per gamma, then each law's prediction."""
+    return ["gamma", "role", "n", "observed", "sd"] + [f"pred {law}" for law in res["scores"]]
+
+
+def fit_summary(res: dict) -> str:
+    """One line: each law's held-out error, the better law, the observed log-log slope."""
+    return ("held-out mean |ln(pred/obs)|: " + ", ".join(
+        f"{law} {v['mean_abs_log_error']:.3f}" for law, v in res["scores"].items())
+        + f"; better: {res['better_law']}; observed d ln t / d ln gamma = {res['observed_log_slope']:.2f}")
+
+
 def fit_store(store, quantity: str, fit_gamma: float = 0.8, **observed_options) -> tuple[list[dict], list[str]]:
     """held_out_test for every group of observed times in a store that has the fit gamma and
     another gamma; the theory's shapes use the runs' own d, eta and task sizes.

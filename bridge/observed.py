@@ -99,7 +99,7 @@ def observed_times(store, quantity: str, mem_level: float = 0.9, ood_level: floa
       an edge at the first / last scanned onset is censored (the true edge may lie beyond it)
       and is given as nan, with the censored gammas listed.
     """
-    from ..empirical import load_runs, load_summaries
+    from ..empirical import load_summaries
     if quantity not in QUANTITIES:
         raise ConfigError("quantity", quantity, ", ".join(QUANTITIES))
     summ = load_summaries(store)
@@ -119,28 +119,40 @@ def observed_times(store, quantity: str, mem_level: float = 0.9, ood_level: floa
             out.setdefault((f"width {width:g}", f"decay {lam:g}"), []).append(
                 {"gamma": gamma, "value": float("nan") if censored else edge, "censored": censored})
         return {k: pd.DataFrame(v) for k, v in out.items()}
-    ts = timescales(load_runs(store), mem_level, ood_level).merge(
-        summ[["run_id", "gamma", "wd_window_start", "wd_width", "wd_value"]], on="run_id")
+    ts = _run_times(store, summ, mem_level, ood_level)
     if quantity == "memorization":
         clean = ts[ts.wd_window_start.isna() | (ts.wd_window_start >= ts.memorization_step)]
         return {("runs without decay before memorization",):
                 clean.assign(value=clean.memorization_step)[["gamma", "value", "run_id"]]}
-    dec = ts[ts.wd_window_start.notna()]
-    dec = dec.assign(value=dec.reasoning_step - dec.wd_window_start)
     return {(f"decay {lam:g}", f"width {w:g}"): g[["gamma", "value", "run_id"]].reset_index(drop=True)
-            for (lam, w), g in dec.groupby(["wd_value", "wd_width"])}
+            for (lam, w), g in _rise_times(ts).groupby(["wd_value", "wd_width"])}
+
+
+def _run_times(store, summ: pd.DataFrame, mem_level: float, ood_level: float) -> pd.DataFrame:
+    """Per complete run: its timescales next to gamma, lr and its (single) decay window."""
+    from ..empirical import load_runs
+    return timescales(load_runs(store), mem_level, ood_level).merge(
+        summ[["run_id", "gamma", "lr", "wd_window_start", "wd_width", "wd_value"]], on="run_id")
+
+
+def _rise_times(ts: pd.DataFrame) -> pd.DataFrame:
+    """Decayed runs with value = steps from the decay onset to the OOD rise (nan: never)."""
+    dec = ts[ts.wd_window_start.notna()]
+    return dec.assign(value=dec.reasoning_step - dec.wd_window_start)
 
 
 def decay_budget_at_rise(store, ood_level: float = 0.5) -> pd.DataFrame:
     """Per (decay value, width, gamma): the reasoning time after the decay onset and the
     cumulative shrink lr * lambda * time it took, i.e. how much decay the OOD rise needed."""
     from ..empirical import load_summaries
-    rows = []
-    lr = load_summaries(store).set_index("run_id")["lr"]
-    for (lam, width), t in observed_times(store, "reasoning", ood_level=ood_level).items():
-        t = t.assign(per_step=lr.loc[t.run_id].to_numpy() * float(lam.split()[1]))
-        for gamma, g in t.groupby("gamma"):
-            rows.append({"decay": float(lam.split()[1]), "width": float(width.split()[1]), "gamma": gamma,
-                         "per_step": g.per_step.mean(), "runs": len(g), "reached": int(g.value.notna().sum()),
-                         "rise_steps": g.value.mean(), "budget": (g.value * g.per_step).mean()})
+    summ = load_summaries(store)
+    summ = summ[summ.status == "complete"] if not summ.empty else summ
+    if summ.empty:
+        return pd.DataFrame()
+    rise = _rise_times(_run_times(store, summ, 0.9, ood_level))
+    rise = rise.assign(per_step=rise.lr * rise.wd_value)
+    rows = [{"decay": lam, "width": w, "gamma": gamma, "per_step": g.per_step.mean(), "runs": len(g),
+             "reached": int(g.value.notna().sum()), "rise_steps": g.value.mean(),
+             "budget": (g.value * g.per_step).mean()}
+            for (lam, w, gamma), g in rise.groupby(["wd_value", "wd_width", "gamma"])]
     return pd.DataFrame(rows)

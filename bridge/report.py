@@ -9,9 +9,8 @@ from .. import theory as th
 from ..empirical import RunStore, load_summaries
 from ..paper_checks import CHECKS
 from . import figures
-from .bridge_commands import fit_summary
 from .compare import as_frame, compare
-from .fit import fit_store
+from .fit import fit_columns, fit_store, fit_summary
 from .observed import QUANTITIES
 from .table import format_table
 
@@ -76,8 +75,7 @@ def build_report(store, out, threshold: float = 0.5, wd_scales=(1.0,), fit_gamma
         fig = figures.plot_law_fits(results, out / f"fit_{quantity}.png", quantity)
         md += [f"### {quantity}", ""]
         for res in results:
-            cols = ["gamma", "role", "n", "observed", "sd"] + [f"pred {law}" for law in res["scores"]]
-            md += [f"{' / '.join(res['group'])}", "", _md_table(res["rows"], cols), "", fit_summary(res), ""]
+            md += [f"{' / '.join(res['group'])}", "", _md_table(res["rows"], fit_columns(res)), "", fit_summary(res), ""]
         md += [f"![{quantity}]({fig.name})", ""]
     s = th.StylisedSetting()
     grid = np.geomspace(0.2, 2.0, 50)

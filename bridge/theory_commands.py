@@ -90,7 +90,7 @@ def schedule_from_args(args) -> th.Schedule:
     return th.Schedule(T, tuple((a, b, v) for (a, b), v in zip(wins, lams)))
 
 
-def _attach_figure(args, name: str, plot, payload: dict, text: list) -> None:
+def attach_figure(args, name: str, plot, payload: dict, text: list) -> None:
     """Unless --no-figure, call plot(path) and record the path in payload and text."""
     if args.no_figure:
         return
@@ -100,7 +100,7 @@ def _attach_figure(args, name: str, plot, payload: dict, text: list) -> None:
     text.append(f"figure: {path}")
 
 
-def _figure_args(p, default_name: str):
+def figure_args(p, default_name: str):
     p.add_argument("--out", default="critwin-out", help="folder for figures (PNG)")
     p.add_argument("--no-figure", action="store_true", help=f"do not write {default_name}")
 
@@ -163,7 +163,7 @@ def cmd_predict(args):
             grid[m] = (grid_g, w["t1_steps"], w["t2_steps"])
         figures.plot_windows(grid, rows, path, f"d={s.d} K={s.keys} M={s.anchors} |P|={s.train_pairs}"
                              f" eta={s.eta:g} loss_norm={s.loss_norm} law={args.law}")
-    _attach_figure(args, "predict_windows.png", plot, payload, text)
+    attach_figure(args, "predict_windows.png", plot, payload, text)
     return payload, "\n".join(text)
 
 
@@ -188,7 +188,7 @@ def cmd_schedule(args):
                "trajectory": {"step": steps, **traj}}
     text = [f"schedule: {sched.describe()} over {sched.total} steps (budget {sched.integral():g});"
             f" engine {args.engine}", format_table([{"gamma": s.gamma, **final}])]
-    _attach_figure(args, "schedule.png", lambda path: figures.plot_schedule(
+    attach_figure(args, "schedule.png", lambda path: figures.plot_schedule(
         steps, traj, sched.windows, path, f"gamma={s.gamma:g}, {sched.describe()}, engine={args.engine}"),
         payload, text)
     return payload, "\n".join(text)
@@ -243,7 +243,7 @@ def cmd_compare(args):
             f" max |difference| before / after step {out['split_step']:g}:", format_table(rows)]
     payload = {"setting": s.to_dict(), "schedule": sched.to_dict(), "law": args.law,
                "split_step": out["split_step"], **{k: out[k] for k in keys}, **final}
-    _attach_figure(args, "compare.png", lambda path: figures.plot_compare(
+    attach_figure(args, "compare.png", lambda path: figures.plot_compare(
         out["steps"], out, sched.windows, path,
         f"reduced ({args.law}) dashed vs full flow solid, gamma={s.gamma:g}"), payload, text)
     return payload, "\n".join(text)
@@ -272,7 +272,7 @@ def register(sub):
     p.add_argument("--width", type=float, default=5000, help="decay window width for onset sweeps")
     p.add_argument("--wd", type=float, default=4e-3, help="decay inside the swept window")
     p.add_argument("--threshold", type=float, default=0.5, help="reasoning fraction that counts")
-    _figure_args(p, "predict_windows.png")
+    figure_args(p, "predict_windows.png")
     p.set_defaults(handler=cmd_predict)
 
     p = sub.add_parser("schedule", help="predicted final m, r, reasoning fraction for a schedule")
@@ -281,7 +281,7 @@ def register(sub):
     p.add_argument("--engine", choices=ENGINES, default="reduced",
                    help="reduced equations, full gradient flow, or a discrete optimizer")
     p.add_argument("--law", choices=LAWS, default="bilinear")
-    _figure_args(p, "schedule.png")
+    figure_args(p, "schedule.png")
     p.set_defaults(handler=cmd_schedule)
 
     p = sub.add_parser("basin", help="fraction of init seeds reaching reasoning, per gamma")
@@ -302,7 +302,7 @@ def register(sub):
     _setting_args(p, many_gammas=False)
     _schedule_args(p)
     p.add_argument("--law", choices=LAWS, default="bilinear")
-    _figure_args(p, "compare.png")
+    figure_args(p, "compare.png")
     p.set_defaults(handler=cmd_compare)
 
     p = sub.add_parser("budget", help="budget-matched early / middle / late windows")
