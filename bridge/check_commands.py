@@ -7,6 +7,7 @@ from ..errors import ConfigError
 from ..paper_checks import CHECKS, CLAIM_IDS, SIZES, write_result
 from .figures import plot_check
 from .sweep_commands import add_executor_args
+from .train_commands import add_reading_args
 from .table import format_table
 
 
@@ -24,15 +25,15 @@ def cmd_check(args):
             available = ", ".join(CHECKS)
             missing = ", ".join(c for c in CLAIM_IDS if c not in CHECKS)
             raise ConfigError("id", args.id, f"one of {available}, or all (not yet implemented: {missing})")
-    if args.seeds is not None and args.seeds < 1:
-        raise ConfigError("seeds", args.seeds, "a seed count >= 1")
+    for f in ("seeds", "task_seeds"):
+        if getattr(args, f) is not None and getattr(args, f) < 1:
+            raise ConfigError(f, getattr(args, f), "a count >= 1")
     store = RunStore(args.store)
     ex = make_executor(args.executor, args.workers, args.scheduler)
     results, text = [], []
     try:
         for i in ids:
-            res = CHECKS[i].run(args.size, store, ex, not args.no_progress, wd_scale=args.wd_scale,
-                                seeds=args.seeds)
+            res = CHECKS[i].run(args.size, store, ex, not args.no_progress, **variation_args(args))
             if args.results:
                 path = write_result(res, args.results, args.command_line)
                 res["result_file"] = str(path)
@@ -51,6 +52,16 @@ def cmd_check(args):
     return payload, "\n".join(text)
 
 
+def variation_args(args) -> dict:
+    """The protocol variation chosen on the command line, as EmpiricalCheck.run's keywords."""
+    return {"wd_scale": args.wd_scale, "seeds": args.seeds, "task_seeds": args.task_seeds,
+            "reading": reading_from_args(args)}
+
+
+def reading_from_args(args) -> dict:
+    return {"decay_form": args.decay_form, "decay_set": args.decay_set, "head_bias": args.head_bias}
+
+
 def register(parser):
     parser.add_argument("id", help="claim id (" + ", ".join(CHECKS) + ") or all")
     parser.add_argument("--size", choices=SIZES, default="quick",
@@ -63,6 +74,9 @@ def register(parser):
                         help="multiply every decay value (a variation of the protocol, labelled as such)")
     parser.add_argument("--seeds", type=int, default=None,
                         help="paper size with this many seeds instead of the protocol's (labelled as such)")
+    parser.add_argument("--task-seeds", type=int, default=None,
+                        help="paper size with this many task instances instead of the protocol's 3 (labelled)")
+    add_reading_args(parser)
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=cmd_check)

@@ -20,9 +20,13 @@ def _md_table(rows: list[dict], cols: list[str]) -> str:
 
 
 def _seed_counts(chk) -> list:
-    """The protocol's seed count first, then fewer (down to 2) for stores run with --seeds."""
+    """(task instances, seeds): the protocol's first, then fewer (seeds down to 2, one task
+    instance) for stores run with --seeds / --task-seeds."""
     full = getattr(chk, "seeds", None)
-    return [None] + list(range(full - 1, 1, -1)) if full else [None]
+    if not full:
+        return [{}]
+    seeds = [full] + list(range(full - 1, 1, -1))
+    return [{"task_seeds": t, "seeds": n} for t in (chk.task_seeds, 1) for n in seeds]
 
 
 def build_report(store, out, threshold: float = 0.5, wd_scales=(1.0,), fit_gamma: float = 0.8) -> Path:
@@ -42,7 +46,7 @@ def build_report(store, out, threshold: float = 0.5, wd_scales=(1.0,), fit_gamma
         scales = wd_scales if hasattr(chk, "configs") else wd_scales[:1]    # theory checks: once
         present = []
         for f in scales:
-            complete = [n for n in _seed_counts(chk) if not chk.missing("paper", rs, wd_scale=f, seeds=n)]
+            complete = [n for n in _seed_counts(chk) if not chk.missing("paper", rs, wd_scale=f, **n)]
             if complete:
                 present.append((f, complete[0]))       # the most seeds stored at this scale
         if not present:
@@ -51,7 +55,7 @@ def build_report(store, out, threshold: float = 0.5, wd_scales=(1.0,), fit_gamma
             md += [f"- **{cid}**: {chk.missing('paper', rs, wd_scale=f)} paper-size runs missing"
                    f" (`critwin check {cid} --size paper --store {store}{flag}`)", ""]
         for f, n in present:
-            res = chk.run("paper", rs, train=False, progress=False, wd_scale=f, seeds=n)
+            res = chk.run("paper", rs, train=False, progress=False, wd_scale=f, **n)
             cols = ["value", "paper", "measured"] + (["sd", "n"] if "sd" in res["rows"][0] else [])
             md += [f"### {cid}: {res['claim']}" + (f" (decay x{f:g})" if f != 1.0 else ""), "",
                    _md_table(res["rows"], cols), "",

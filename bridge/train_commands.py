@@ -2,12 +2,21 @@
 from __future__ import annotations
 
 from ..empirical import RunStore, TrainConfig, train
-from ..empirical.interventions import PLACEMENTS
+from ..empirical.interventions import DECAY_FORMS, PLACEMENTS
+from ..empirical.models import DECAY_SETS
 from ..empirical.sweep import config_from_flat
 from ..errors import ConfigError
 from .table import format_table
 
 VARIANTS = {"permutation": "anchor_permutation", "shift": "anchor_shift"}
+
+
+def add_reading_args(parser):
+    parser.add_argument("--decay-form", choices=DECAY_FORMS, default="decoupled",
+                        help="decoupled shrink after the step, or l2 penalty through the optimizer")
+    parser.add_argument("--decay-set", choices=DECAY_SETS, default="matrices",
+                        help="what decay touches: matrices, non_embedding (theta minus E), all")
+    parser.add_argument("--head-bias", action="store_true", help="give the unembedding a bias")
 
 
 def add_training_args(p):
@@ -23,7 +32,8 @@ def add_training_args(p):
     p.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--wd", type=float, default=0.0,
-                   help="decay lambda: constant, or inside --wd-window (theta -= lr*lambda*theta per step)")
+                   help="decay lambda: constant, or inside --wd-window (how it acts: --decay-form)")
+    add_reading_args(p)
     p.add_argument("--wd-window", nargs="+", action="extend", metavar="START:END", default=None)
     p.add_argument("--budget-placement", choices=PLACEMENTS, default=None)
     p.add_argument("--budget", type=float, default=None, help="lambda * width, e.g. 20")
@@ -42,7 +52,8 @@ def add_training_args(p):
 def config_from_args(args, task: str) -> TrainConfig:
     """The flat sweep keys, from command-line options (one grid point)."""
     flat = {"task": task, "task_seed": args.task_seed, "d": args.d, "heads": args.heads,
-            "layers": args.layers, "init": args.init, "gamma": args.gamma, "optimizer": args.optimizer,
+            "layers": args.layers, "init": args.init, "gamma": args.gamma, "head_bias": args.head_bias,
+            "decay_form": args.decay_form, "decay_set": args.decay_set, "optimizer": args.optimizer,
             "lr": args.lr, "momentum": args.momentum, "batch_size": args.batch_size, "steps": args.steps,
             "wd": args.wd, "wd_window": args.wd_window, "budget_placement": args.budget_placement,
             "budget": args.budget, "width": args.width, "freeze": args.freeze, "seed": args.seed,

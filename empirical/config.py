@@ -8,13 +8,18 @@ from dataclasses import asdict, dataclass, fields, replace
 
 from ..errors import ConfigError
 from ..schedules import Schedule
+from .interventions.decay import DECAY_FORMS
 from .interventions.freeze import Freeze
-from .models.transformer import ModelConfig
+from .models.transformer import DECAY_SETS, ModelConfig
 from .tasks import TASKS
 
 OPTIMIZERS = ("adamw", "sgd")
 DEVICES = ("cpu", "cuda")
 CONFIG_VERSION = 1
+# Fields added after version 1, with the value every earlier run had: the run id hashes them
+# only when they differ from it, so runs stored before they existed keep their ids and meaning.
+ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices"}
+ADDED_MODEL_DEFAULTS = {"head_bias": False}
 
 
 @dataclass(frozen=True)
@@ -28,7 +33,9 @@ class TrainConfig:
     momentum: float = 0.9
     batch_size: int = 128
     steps: int = 20000
-    wd_windows: tuple = ()     # ((start, end, lambda), ...): hand-applied decoupled decay
+    wd_windows: tuple = ()     # ((start, end, lambda), ...): decay lambda(step)
+    decay_form: str = "decoupled"   # how lambda acts: decoupled shrink or l2 penalty in the loss
+    decay_set: str = "matrices"     # what it acts on: matrices, non_embedding, all
     freeze: tuple = ()         # ((component, step), ...)
     seed: int = 0
     eval_every: int = 100
@@ -60,6 +67,13 @@ class TrainConfig:
         if self.device not in DEVICES:
             raise ConfigError("device", self.device, "one of " + ", ".join(DEVICES))
         self.schedule()  # validates the windows against the training length
+        if self.decay_form not in DECAY_FORMS:
+            raise ConfigError("decay_form", self.decay_form, "one of " + ", ".join(DECAY_FORMS))
+        if self.decay_set not in DECAY_SETS:
+            raise ConfigError("decay_set", self.decay_set, "one of " + ", ".join(DECAY_SETS))
+        if not self.schedule().windows:  # without decay the reading is moot: one run for all readings
+            for k, v in ADDED_DEFAULTS.items():
+                object.__setattr__(self, k, v)
         for c, s in self.freeze:
             Freeze(c, s)
             if not (0 <= s <= self.steps):
@@ -80,8 +94,23 @@ class TrainConfig:
         d["config_version"] = CONFIG_VERSION
         return d
 
+    def identity(self) -> dict:
+        """The resolved config without added fields at their pre-existing defaults (hashed)."""
+        d = self.resolved()
+        for k, v in ADDED_DEFAULTS.items():
+            if d[k] == v:
+                del d[k]
+        for k, v in ADDED_MODEL_DEFAULTS.items():
+            if d["model"][k] == v:
+                del d["model"][k]
+        return d
+
+    def reading(self) -> str:
+        """A short label of the decay reading, for tables and figure titles."""
+        return f"{self.decay_form}/{self.decay_set}" + ("/head bias" if self.model.head_bias else "")
+
     def run_id(self) -> str:
-        blob = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
+        blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     @classmethod

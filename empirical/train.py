@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 from ..errors import ConfigError
 from .config import TrainConfig
 from .environment import environment
-from .interventions import apply_decay, frozen_parameters
+from .interventions import add_l2_grad, apply_decay, frozen_parameters
 from .metrics import condensation_index, evaluate_split, ov_qk_alignment, weight_norm
 from .models import Transformer
 from .store import Run
@@ -74,7 +74,8 @@ def train(cfg: TrainConfig, progress: bool = True) -> Run:
     freezes = cfg.freezes()
     for f in freezes:
         f.validate(comps, cfg.steps)
-    decayed = model.decayed_weights()
+    decayed = model.decayed_parameters(cfg.decay_set)
+    l2 = cfg.decay_form == "l2"
     lam = cfg.schedule().value(np.arange(cfg.steps))
     x = torch.as_tensor(train_split.inputs, device=device)
     y = torch.as_tensor(train_split.targets, device=device)
@@ -99,8 +100,11 @@ def train(cfg: TrainConfig, progress: bool = True) -> Run:
         frozen = frozen_parameters(freezes, comps, step)
         for p in frozen:
             p.grad = None   # the optimizer skips it: no update, no moment update
+        if l2:
+            add_l2_grad(decayed, float(lam[step]), skip=frozen)
         opt.step()
-        apply_decay(decayed, cfg.lr, float(lam[step]), skip=frozen)
+        if not l2:
+            apply_decay(decayed, cfg.lr, float(lam[step]), skip=frozen)
         if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
             last = log_metrics(model, data, step + 1, device, rows)
             bar.set_postfix(train_acc=f"{last['train_acc']:.3f}", ood_acc=f"{last['ood_acc']:.3f}",

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..empirical import RunStore
+from ..errors import ConfigError
 from ..empirical.sweep import config_from_flat, run_sweep
 
 SIZES = ("quick", "paper")
@@ -78,9 +79,34 @@ def mean_sd(vals) -> dict:
             "sd": float(v.std(ddof=1)) if len(v) > 1 else 0.0, "n": int(len(v))}
 
 
+def variance_split(values, instances) -> dict:
+    """Share of the spread of `values` between task instances (one-way ANOVA: between-instance
+    sum of squares / total) and within them (init seeds); None where it cannot be split."""
+    v, g = np.asarray(values, float), np.asarray(instances)
+    ok = ~np.isnan(v)
+    v, g = v[ok], g[ok]
+    total = float(((v - v.mean()) ** 2).sum()) if len(v) else 0.0
+    groups = [v[g == k] for k in np.unique(g)]
+    if len(groups) < 2 or total == 0 or all(len(x) < 2 for x in groups):
+        return {"instance_share": None, "seed_share": None}
+    between = float(sum(len(x) * (x.mean() - v.mean()) ** 2 for x in groups))
+    return {"instance_share": between / total, "seed_share": 1.0 - between / total}
+
+
+DEFAULT_READING = {"decay_form": "decoupled", "decay_set": "matrices", "head_bias": False}
+READING_KEYS = tuple(DEFAULT_READING)
+
+
+def reading_label(reading: dict | None, wd_scale: float = 1.0) -> str:
+    """'decoupled/matrices' (the toolkit's original reading), 'l2/non_embedding', '... x333'."""
+    r = {**DEFAULT_READING, **(reading or {})}
+    label = f"{r['decay_form']}/{r['decay_set']}" + ("/head bias" if r["head_bias"] else "")
+    return label + (f" x{wd_scale:g}" if wd_scale != 1.0 else "")
+
+
 @dataclass(frozen=True)
 class EmpiricalCheck:
-    """Runs `variants` x `seeds` on top of `base`; compares final `metric` per variant."""
+    """Runs `variants` x task instances x seeds on top of `base`; compares final `metric` per variant."""
 
     id: str
     claim: str
@@ -91,49 +117,67 @@ class EmpiricalCheck:
     tolerance: float = 0.10
     metric: str = "ood_acc"
     notes: str = ""
-    extra_rows: object = None   # callable(store, configs by (variant, seed)) -> more judged rows
+    extra_rows: object = None   # callable(store, configs by (variant, task seed, seed)) -> more judged rows
+    task_seeds: int = 3     # task instances (task_seed 0..n-1): the outcome depends on them
 
-    def configs(self, size: str, wd_scale: float = 1.0, seeds: int | None = None) -> dict:
-        """Run configs by (variant, seed); wd_scale multiplies every decay value (wd, budget);
-        seeds (paper size only) overrides the protocol's seed count."""
-        f, seeds = (1.0, seeds or self.seeds) if size == "paper" else (0.1, 1)
+    def configs(self, size: str, wd_scale: float = 1.0, seeds: int | None = None,
+                task_seeds: int | None = None, reading: dict | None = None) -> dict:
+        """Run configs by (variant, task seed, seed). wd_scale multiplies every decay value (wd,
+        budget); seeds / task_seeds (paper size only) override the protocol's counts; reading
+        sets the decay reading (decay_form, decay_set, head_bias). Quick size: one of each."""
+        if size == "paper":
+            f, seeds, tasks = 1.0, seeds or self.seeds, task_seeds or self.task_seeds
+        else:
+            f, seeds, tasks = 0.1, 1, 1
+        unknown = set(reading or {}) - set(READING_KEYS)
+        if unknown:
+            raise ConfigError("reading", sorted(unknown), "keys among " + ", ".join(READING_KEYS))
 
-        def flat(v, s):
-            d = {**self.base, **v, "seed": s}
+        def flat(v, t, s):
+            d = {**self.base, **v, **(reading or {}), "task_seed": t, "seed": s}
             for k in ("wd", "budget"):
                 if k in d and wd_scale != 1.0:
                     d[k] = d[k] * wd_scale
             return _scale(d, f) if f != 1.0 else d
-        return {(name, s): config_from_flat(flat(v, s)) for name, v in self.variants.items()
-                for s in range(seeds)}
+        return {(name, t, s): config_from_flat(flat(v, t, s)) for name, v in self.variants.items()
+                for t in range(tasks) for s in range(seeds)}
 
-    def missing(self, size: str, store: RunStore, wd_scale: float = 1.0, seeds: int | None = None) -> int:
-        return sum(store.status(c.run_id()) is None for c in self.configs(size, wd_scale, seeds).values())
+    def missing(self, size: str, store: RunStore, wd_scale: float = 1.0, seeds: int | None = None,
+                task_seeds: int | None = None, reading: dict | None = None) -> int:
+        return sum(store.status(c.run_id()) is None
+                   for c in self.configs(size, wd_scale, seeds, task_seeds, reading).values())
 
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True,
-            train: bool = True, wd_scale: float = 1.0, seeds: int | None = None) -> dict:
+            train: bool = True, wd_scale: float = 1.0, seeds: int | None = None,
+            task_seeds: int | None = None, reading: dict | None = None) -> dict:
         """Train what is missing (unless train=False), then measure and decide.
 
-        wd_scale != 1 and fewer seeds than the protocol are variations (reported as such).
+        wd_scale != 1, another reading and fewer seeds or task instances than the protocol are
+        variations (reported as such). Each row splits its spread into task instance vs seed.
         """
-        cfgs = self.configs(size, wd_scale, seeds)
-        seeds = seeds or self.seeds
+        cfgs = self.configs(size, wd_scale, seeds, task_seeds, reading)
+        seeds, tasks = (seeds or self.seeds, task_seeds or self.task_seeds) if size == "paper" else (1, 1)
         if train:
             run_sweep(list(cfgs.values()), store, executor, progress=progress)
         rows = []
         for name in self.variants:
-            vals = np.array([final_metric(store, c, self.metric) for (n, _), c in cfgs.items() if n == name])
+            keys = [k for k in cfgs if k[0] == name]
+            vals = np.array([final_metric(store, cfgs[k], self.metric) for k in keys])
             rows.append({"value": name, "paper": self.paper[name], **mean_sd(vals), "per_seed": vals.tolist(),
-                         "run_ids": [c.run_id() for (n, _), c in cfgs.items() if n == name]})
+                         "task_seed": [k[1] for k in keys], **variance_split(vals, [k[1] for k in keys]),
+                         "run_ids": [cfgs[k].run_id() for k in keys]})
         if self.extra_rows is not None:
             rows += self.extra_rows(store, cfgs)
         v = verdict(rows, self.tolerance)
-        if wd_scale != 1.0:
-            v = f"{v} (decay x{wd_scale:g}: a variation, not the paper's protocol)"
-        if size == "paper" and seeds != self.seeds:
-            v = f"{v} ({seeds} seeds; the protocol has {self.seeds})"
+        label = reading_label(reading, wd_scale)
+        if label != reading_label(None):
+            v = f"{v} (decay reading {label}: a variation, not the paper's literal protocol)"
+        if size == "paper" and (seeds, tasks) != (self.seeds, self.task_seeds):
+            v = f"{v} ({tasks} task instances x {seeds} seeds; the protocol has {self.task_seeds} x {self.seeds})"
         return {"id": self.id, "claim": self.claim, "size": size, "wd_scale": wd_scale, "metric": self.metric,
-                "seeds": seeds if size == "paper" else 1, "protocol_seeds": self.seeds,
+                "reading": reading_label(reading), "reading_options": dict(reading or {}),
+                "seeds": seeds, "protocol_seeds": self.seeds if size == "paper" else 1,
+                "task_seeds": tasks, "protocol_task_seeds": self.task_seeds if size == "paper" else 1,
                 "tolerance": self.tolerance, "rule": __doc__.split("\n\n")[1].strip(), "rows": rows,
                 "verdict": v if size == "paper" else f"{v} (quick size: not evidence)", "notes": self.notes}
 
@@ -145,11 +189,11 @@ class TheoryCheck:
     measure: object          # callable() -> (rows, verdict)
     notes: str = ""
 
-    def missing(self, size: str, store=None, wd_scale: float = 1.0, seeds: int | None = None) -> int:
+    def missing(self, size: str, store=None, *args, **kwargs) -> int:
         return 0
 
     def run(self, size: str, store=None, executor=None, progress: bool = True, train: bool = True,
-            wd_scale: float = 1.0, seeds: int | None = None) -> dict:
+            **variation) -> dict:
         rows, v = self.measure()
         return {"id": self.id, "claim": self.claim, "size": size, "rows": rows, "verdict": v,
                 "notes": self.notes}
@@ -162,9 +206,14 @@ def write_result(result: dict, folder, command: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     result = {**result, "command": command}
     scale = result.get("wd_scale", 1.0)
-    suffix = "" if scale == 1.0 else f"_wd_x{scale:g}"
-    if result.get("seeds", 1) != result.get("protocol_seeds", 1) and result["size"] == "paper":
-        suffix += f"_seeds{result['seeds']}"
+    opts = result.get("reading_options") or {}
+    suffix = "".join("_headbias" if k == "head_bias" else f"_{v}" for k, v in opts.items() if v != DEFAULT_READING[k])
+    suffix += "" if scale == 1.0 else f"_wd_x{scale:g}"
+    if result["size"] == "paper":
+        if result.get("task_seeds", 1) != result.get("protocol_task_seeds", 1):
+            suffix += f"_tasks{result['task_seeds']}"
+        if result.get("seeds", 1) != result.get("protocol_seeds", 1):
+            suffix += f"_seeds{result['seeds']}"
     path = folder / f"{result['id']}_{result['size']}{suffix}.json"
     path.write_text(json.dumps(result, indent=1, default=float))
     pd.DataFrame([{k: v for k, v in r.items() if k not in ("per_seed", "run_ids")} for r in result["rows"]]

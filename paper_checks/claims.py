@@ -52,9 +52,9 @@ def _w6_edges(store, cfgs) -> list[dict]:
     from ..theory.windows import onset_window
     rows = []
     for g in W6_GAMMAS:
-        means = [mean_sd([final_metric(store, c) for (n, _), c in cfgs.items()
+        means = [mean_sd([final_metric(store, c) for (n, *_), c in cfgs.items()
                           if n == f"gamma {g} onset {o}"])["measured"] for o in W6_ONSETS]
-        onsets = [cfgs[(f"gamma {g} onset {o}", 0)].wd_windows[0][0] for o in W6_ONSETS]
+        onsets = [cfgs[(f"gamma {g} onset {o}", 0, 0)].wd_windows[0][0] for o in W6_ONSETS]
         first, last = onset_window(np.array(onsets, float), np.array(means), 0.5)
         rows += [{"value": f"gamma {g}: first onset with OOD >= 0.5", "paper": None, "measured": first,
                   "sd": 0.0, "n": 1},

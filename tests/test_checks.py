@@ -23,7 +23,7 @@ def test_quick_configs_scale_time_only():
     assert {c.wd_windows[0][:2] for c in cfgs.values()} == {(0.0, 500.0), (10.0, 510.0), (40.0, 540.0)}
     assert {c.wd_windows[0][2] for c in cfgs.values()} == {4e-3}
     paper = CHECKS["W3"].configs("paper")
-    assert len(paper) == 18 and {round(c.wd_windows[0][2] * (c.wd_windows[0][1] - c.wd_windows[0][0]), 6)
+    assert len(paper) == 18 * 3 and {round(c.wd_windows[0][2] * (c.wd_windows[0][1] - c.wd_windows[0][0]), 6)
                                  for c in paper.values()} == {20.0}
 
 
@@ -62,7 +62,7 @@ def test_ranges_in_the_verdict_rule():
 def test_every_registered_check_expands():
     for cid, chk in CHECKS.items():
         if hasattr(chk, "configs"):
-            assert len(chk.configs("paper")) == len(chk.variants) * chk.seeds, cid
+            assert len(chk.configs("paper")) == len(chk.variants) * chk.seeds * chk.task_seeds, cid
 
 
 def test_wd_scale_is_a_labelled_variation():
@@ -101,7 +101,7 @@ def test_w10_rows_read_condensation_at_a_fifth_and_rank_correlate():
     from scipy.stats import spearmanr
     chk = CHECKS["W10"]
     cfgs = chk.configs("paper")
-    conds = {k: 40.0 - 4 * i + k[1] for i, k in enumerate(cfgs)}        # decreasing with lambda
+    conds = {k: 40.0 - 4 * i + k[2] for i, k in enumerate(cfgs)}        # decreasing with lambda
     oods = {k: 0.1 + 0.05 * ((i * 7) % 5) for i, k in enumerate(cfgs)}
     store = _FakeStore({c.run_id(): _FakeRun(oods[k], conds[k]) for k, c in cfgs.items()})
     rows = {r["value"]: r for r in chk.extra_rows(store, cfgs)}
@@ -117,18 +117,18 @@ def test_w6_judges_only_plateau_onsets():
     judged = {k for k, v in chk.paper.items() if v is not None}
     assert judged == {f"gamma {g} onset {o}" for g in (0.5, 0.8, 1.1) for o in (2500, 7500, 12500)}
     w5 = {c.run_id() for c in CHECKS["W5"].configs("paper").values()}
-    w6 = {c.run_id() for (n, _), c in chk.configs("paper").items() if n.startswith("gamma 0.8")}
-    assert len(w5 & w6) == 12    # gamma 0.8, onsets 2500, 7500, 12500, 15000: W5 runs reused
+    w6 = {c.run_id() for (n, *_), c in chk.configs("paper").items() if n.startswith("gamma 0.8")}
+    assert len(w5 & w6) == 12 * 3   # gamma 0.8, onsets 2500, 7500, 12500, 15000: W5 runs reused
 
 
 def test_fewer_seeds_is_a_labelled_variation(tmp_path):
     from critwin.paper_checks import write_result
     chk = CHECKS["W7"]
     cfgs = chk.configs("paper", seeds=3)
-    assert len(cfgs) == 4 * 3 and {s for _, s in cfgs} == {0, 1, 2}
+    assert len(cfgs) == 4 * 3 * 3 and {s for *_, s in cfgs} == {0, 1, 2} and {t for _, t, _ in cfgs} == {0, 1, 2}
     assert set(cfgs.values()) <= set(chk.configs("paper").values())     # a prefix of the protocol's runs
     res = chk.run("paper", _FakeStore({}), train=False, seeds=3)
-    assert res["seeds"] == 3 and "(3 seeds; the protocol has 12)" in res["verdict"]
+    assert res["seeds"] == 3 and "(3 task instances x 3 seeds; the protocol has 3 x 12)" in res["verdict"]
     assert write_result(res, tmp_path, "critwin check W7").name == "W7_paper_seeds3.json"
     code = main(["check", "W7", "--size", "paper", "--seeds", "0", "--json"])
     assert code == 2

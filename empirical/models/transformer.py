@@ -1,7 +1,7 @@
 """Decoder-only pre-LayerNorm Transformer, in one file (nanoGPT-style, small and plain).
 
 Learned token and position embeddings, `layers` blocks of causal multi-head attention and
-a GELU MLP, a final LayerNorm and an untied unembedding. Two init conventions:
+a GELU MLP, a final LayerNorm and an untied unembedding (with an optional bias, `head_bias`). Two init conventions:
 multiplier (std = gamma / sqrt(d_in), larger gamma = larger init) and exponent
 (std = d_in ** -gamma, Zhang et al.: larger gamma = smaller init). Every weight matrix
 uses its fan-in d_in; embeddings use d_in = d_model. Biases start at 0, LayerNorm at 1.
@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from ...errors import ConfigError
 
 INITS = ("multiplier", "exponent")
+DECAY_SETS = ("matrices", "non_embedding", "all")
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class ModelConfig:
     mlp_ratio: int = 4
     init: str = "multiplier"
     gamma: float = 0.8
+    head_bias: bool = False
 
     def __post_init__(self):
         for f in ("d", "heads", "layers", "mlp_ratio"):
@@ -42,6 +44,8 @@ class ModelConfig:
             raise ConfigError("init", self.init, "one of " + ", ".join(INITS))
         if not (math.isfinite(self.gamma) and self.gamma > 0):
             raise ConfigError("gamma", self.gamma, "an init scale > 0")
+        if not isinstance(self.head_bias, bool):
+            raise ConfigError("head_bias", self.head_bias, "true or false")
 
     def init_std(self, fan_in: int) -> float:
         if self.init == "multiplier":
@@ -92,7 +96,7 @@ class Transformer(nn.Module):
         self.pos = nn.Embedding(seq_len, c.d)
         self.blocks = nn.ModuleList(Block(c, seq_len) for _ in range(c.layers))
         self.ln_f = nn.LayerNorm(c.d)
-        self.unembed = nn.Linear(c.d, vocab_size, bias=False)
+        self.unembed = nn.Linear(c.d, vocab_size, bias=c.head_bias)
         self.reset_parameters()
 
     @torch.no_grad()
@@ -117,13 +121,26 @@ class Transformer(nn.Module):
         return self.unembed(self.ln_f(x[:, -1]))
 
     def decayed_weights(self):
-        """Every weight matrix except the embeddings: what the hand-applied decay touches."""
+        """Every weight matrix except the embeddings (the `matrices` decay set; weight_norm's set)."""
         return [m.weight for m in self.modules() if isinstance(m, nn.Linear)]
+
+    def decayed_parameters(self, which: str = "matrices") -> list:
+        """The parameters a decay reading touches: `matrices` (Linear weights), `non_embedding`
+        (the paper's theta minus E: every parameter but the token and position embeddings,
+        biases and LayerNorm included) or `all`."""
+        if which == "matrices":
+            return self.decayed_weights()
+        if which == "non_embedding":
+            emb = {id(self.tok.weight), id(self.pos.weight)}
+            return [p for p in self.parameters() if id(p) not in emb]
+        if which == "all":
+            return list(self.parameters())
+        raise ConfigError("decay_set", which, "one of " + ", ".join(DECAY_SETS))
 
     def components(self) -> dict:
         """Freezable components by name -> list of parameters."""
         comps = {"embedding": [self.tok.weight, self.pos.weight],
-                 "unembed": [self.unembed.weight], "final_ln": list(self.ln_f.parameters())}
+                 "unembed": list(self.unembed.parameters()), "final_ln": list(self.ln_f.parameters())}
         for i, b in enumerate(self.blocks):
             comps[f"layer{i}"] = list(b.parameters())
             comps[f"layer{i}.attn"] = list(b.attn.parameters()) + list(b.ln1.parameters())

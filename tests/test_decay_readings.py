@@ -1,0 +1,159 @@
+"""Decay readings: the L2 penalty through the optimizer, decayed sets, head bias, run ids."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+
+from critwin.bridge.cli import main
+from critwin.bridge.readings import NO_DECAY, Reading, score, select_rows
+from critwin.empirical import TrainConfig, train
+from critwin.empirical.interventions import add_l2_grad
+from critwin.empirical.models import ModelConfig, Transformer
+from critwin.empirical.sweep import SweepSpec
+from critwin.errors import ConfigError
+from critwin.paper_checks import CHECKS
+from critwin.paper_checks.base import variance_split
+
+TINY = dict(model=ModelConfig(d=16), steps=40, batch_size=32, eval_every=20)
+RESULTS = Path(__file__).resolve().parents[1] / "paper_checks" / "results"
+
+
+def _model(**kw):
+    torch.manual_seed(0)
+    return Transformer(ModelConfig(d=16, **kw), vocab_size=24, seq_len=3)
+
+
+@pytest.mark.parametrize("which", ["matrices", "non_embedding", "all"])
+def test_l2_gradient_equals_autograd_of_the_penalised_loss(which):
+    m = _model(head_bias=True)
+    x, y = torch.randint(0, 24, (8, 3)), torch.randint(0, 24, (8,))
+    lam = 0.37
+    params = m.decayed_parameters(which)
+    loss = F.cross_entropy(m(x), y) + 0.5 * lam * sum((p ** 2).sum() for p in params)
+    expected = torch.autograd.grad(loss, list(m.parameters()))
+    m.zero_grad()
+    F.cross_entropy(m(x), y).backward()
+    add_l2_grad(params, lam)
+    for p, g in zip(m.parameters(), expected):
+        torch.testing.assert_close(p.grad, g)
+
+
+def test_decayed_sets_by_parameter_name():
+    m = _model(head_bias=True)
+    names = {id(p): n for n, p in m.named_parameters()}
+    sets = {w: {names[id(p)] for p in m.decayed_parameters(w)} for w in ("matrices", "non_embedding", "all")}
+    assert sets["all"] == set(names.values())
+    assert sets["non_embedding"] == set(names.values()) - {"tok.weight", "pos.weight"}
+    assert sets["matrices"] == {n for n in names.values() if n.endswith("weight") and "ln" not in n
+                                and n not in ("tok.weight", "pos.weight")}
+    assert "unembed.bias" in sets["non_embedding"] and "unembed.bias" not in sets["matrices"]
+    with pytest.raises(ConfigError, match="decay_set"):
+        m.decayed_parameters("biases")
+
+
+def test_head_bias_is_an_option():
+    assert _model().unembed.bias is None
+    m = _model(head_bias=True)
+    assert m.unembed.bias.shape == (24,) and float(m.unembed.bias.detach().abs().sum()) == 0.0
+    assert any(p is m.unembed.bias for p in m.components()["unembed"])
+    with pytest.raises(ConfigError, match="head_bias"):
+        ModelConfig(head_bias="yes")
+
+
+def test_old_run_ids_keep_their_meaning():
+    """Runs stored before the readings existed: same id, read back as decoupled/matrices/no bias."""
+    committed = json.loads((RESULTS / "W2_paper.json").read_text())
+    ids = {r["value"]: r["run_ids"] for r in committed["rows"]}
+    for (name, t, s), cfg in CHECKS["W2"].configs("paper", seeds=3, task_seeds=1).items():
+        assert cfg.run_id() == ids[name][s]
+        assert (cfg.decay_form, cfg.decay_set, cfg.model.head_bias) == ("decoupled", "matrices", False)
+    old = {k: v for k, v in TrainConfig().resolved().items() if k not in ("decay_form", "decay_set")}
+    old["model"] = {k: v for k, v in old["model"].items() if k != "head_bias"}
+    assert TrainConfig.from_dict(old) == TrainConfig()
+
+
+def test_every_reading_changes_the_run_id_and_no_decay_is_one_run():
+    w = ((0.0, 20.0, 0.1),)
+    ids = {TrainConfig(**TINY, wd_windows=w, decay_form=f, decay_set=s).run_id()
+           for f in ("decoupled", "l2") for s in ("matrices", "non_embedding", "all")}
+    assert len(ids) == 6
+    assert TrainConfig(**TINY, decay_form="l2", decay_set="all").run_id() == TrainConfig(**TINY).run_id()
+    assert TrainConfig(**TINY).with_model(head_bias=True).run_id() != TrainConfig(**TINY).run_id()
+    with pytest.raises(ConfigError, match="decay_form"):
+        TrainConfig(decay_form="l1")
+
+
+def test_l2_training_is_deterministic_and_differs_from_decoupled():
+    w = ((0.0, 40.0, 0.5),)
+    a = train(TrainConfig(**TINY, wd_windows=w, decay_form="l2", decay_set="non_embedding"), progress=False)
+    b = train(TrainConfig(**TINY, wd_windows=w, decay_form="l2", decay_set="non_embedding"), progress=False)
+    c = train(TrainConfig(**TINY, wd_windows=w), progress=False)
+    pd.testing.assert_frame_equal(a.metrics, b.metrics)
+    assert a.config["decay_form"] == "l2" and a.config["decay_set"] == "non_embedding"
+    assert a.summary["final"]["weight_norm"] != c.summary["final"]["weight_norm"]
+
+
+def test_l2_with_plain_sgd_is_the_decoupled_shrink_to_first_order():
+    """SGD without momentum: theta - lr (g + lam theta) vs (theta - lr g)(1 - lr lam); they differ by lr^2 lam g."""
+    base = dict(TINY, optimizer="sgd", momentum=0.0, lr=0.05, steps=20, eval_every=20)
+    w = ((0.0, 20.0, 0.2),)
+    a = train(TrainConfig(**base, wd_windows=w, decay_form="l2"), progress=False).summary["final"]
+    b = train(TrainConfig(**base, wd_windows=w), progress=False).summary["final"]
+    n = train(TrainConfig(**base), progress=False).summary["final"]
+    assert abs(a["weight_norm"] - b["weight_norm"]) < 1e-3 * abs(n["weight_norm"] - b["weight_norm"]) + 1e-4
+
+
+def test_sweep_and_cli_take_the_reading(tmp_path, capsys):
+    spec = SweepSpec({"steps": 40, "d": 16, "batch_size": 32, "wd": 0.1, "wd_window": "0:20"},
+                     {"decay_form": ["decoupled", "l2"], "head_bias": [False, True]})
+    cfgs = spec.expand()
+    assert {(c.decay_form, c.model.head_bias) for c in cfgs} == {("decoupled", False), ("decoupled", True),
+                                                               ("l2", False), ("l2", True)}
+    with pytest.raises(ConfigError, match="decay_set"):
+        SweepSpec({"decay_set": "weights", "wd": 0.1}).expand()
+    code = main(["train", "anchor", "--steps", "20", "--d", "16", "--batch-size", "32", "--wd", "0.1",
+                 "--wd-window", "0:10", "--decay-form", "l2", "--decay-set", "all", "--head-bias",
+                 "--store", str(tmp_path), "--no-progress", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 0 and d["config"]["decay_form"] == "l2" and d["config"]["decay_set"] == "all"
+    assert d["config"]["model"]["head_bias"] is True
+
+
+def test_reading_parse_and_labels():
+    r = Reading.parse("decoupled/matrices x333.3333333")
+    assert (r.decay_form, r.decay_set, r.wd_scale) == ("decoupled", "matrices", 333.3333333)
+    assert Reading.parse("l2/non_embedding/bias").label == "l2/non_embedding/head bias"
+    for bad, field in (("l2", "reading"), ("l3/matrices", "decay_form"), ("l2/matrices xbig", "reading")):
+        with pytest.raises(ConfigError, match=field):
+            Reading.parse(bad)
+
+
+def test_variance_split_against_a_hand_computation():
+    # instances A: 0.1, 0.3 (mean 0.2); B: 0.8, 0.8 (mean 0.8); grand mean 0.5
+    # total SS = 0.16 + 0.04 + 0.09 + 0.09 = 0.38; between = 2 * 0.09 + 2 * 0.09 = 0.36
+    s = variance_split([0.1, 0.3, 0.8, 0.8], ["A", "A", "B", "B"])
+    assert s["instance_share"] == pytest.approx(0.36 / 0.38) and s["seed_share"] == pytest.approx(0.02 / 0.38)
+    assert variance_split([0.1, 0.5, 0.9], [0, 1, 2])["instance_share"] is None   # one seed each: no split
+
+
+def test_readings_score_against_a_hand_computation():
+    rows = [("W2", "no decay"), ("W2", "window [0,5000) 4e-3"), ("W1", "window [5000,10000) 4e-3")]
+    assert select_rows("rank")[0] == NO_DECAY and len(select_rows("all", ("W1",))) == 3
+    vals = {"no decay": [0.1, 0.2], "window [0,5000) 4e-3": [0.6, 0.8], "window [5000,10000) 4e-3": [0.9, 0.95]}
+    recs = [{"reading": "r", "claim": c, "variant": v, "task_seed": t, "seed": 0, "run_id": f"{v}{t}",
+             "window_at_0": v.startswith("window [0,"), "measured": vals[v][t]} for c, v in rows for t in (0, 1)]
+    table, rank = score(pd.DataFrame(recs))
+    got = table.set_index(["hypothesis", "variant"])
+    # as measured: |0.15 - 0.151|, |0.7 - 0.151|, |0.925 - 0.931|
+    assert got.loc[("as measured", "window [0,5000) 4e-3"), "distance"] == pytest.approx(0.549)
+    as_measured = rank.set_index("hypothesis").loc["as measured"]
+    assert as_measured["score"] == pytest.approx((0.001 + 0.549 + 0.006) / 3)
+    assert as_measured["within"] == 2
+    # onset 0 = no decay: the early row becomes the no-decay runs (mean 0.15)
+    hyp = rank.set_index("hypothesis").loc["onset 0 = no decay"]
+    assert hyp["score"] == pytest.approx((0.001 + 0.001 + 0.006) / 3) and hyp["within"] == 3
+    assert rank.iloc[0]["hypothesis"] == "onset 0 = no decay"
