@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from ..errors import ConfigError
-from . import bridge_commands, check_commands, demo, report, sweep_commands, theory_commands, train_commands
+from . import bridge_commands, check_commands, demo, readings, report, sweep_commands, theory_commands, train_commands
 
 
 def _jsonable(o):
@@ -52,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     check_commands.register(groups.add_parser(
         "check", help="run a paper check (claim id or all)",
         description="Paper value, measured value, tolerance and verdict for a headline claim."))
+    readings.register(groups.add_parser(
+        "readings", help="which reading of the paper's decay reproduces its tables",
+        description="Score decay readings (form, decayed set, scale, head bias) by their distance to the"
+                    " paper's numbers over task instances and seeds, with and without the onset-0 hypothesis."))
     return parser
 
 

@@ -172,3 +172,42 @@ def plot_check(result: dict, path) -> Path:
         ax.legend(fontsize=7, loc="best")
     axes[0][0].set_title(f"{result['id']}: {result['verdict']}", fontsize=8)
     return _save(fig, path)
+
+
+def plot_readings(res, path) -> Path:
+    """One panel per decay reading: final OOD per row (paper value or range in red, each run a
+    dot coloured by task instance, the mean a black bar); the panel title carries the score."""
+    readings = list(dict.fromkeys(res.per_run.reading))
+    keys = list(dict.fromkeys(zip(res.per_run.claim, res.per_run.variant)))
+    fig, axes = plt.subplots(1, len(readings), figsize=(3.6 * len(readings) + 1.5, 0.9 + 0.34 * len(keys)),
+                             squeeze=False, sharey=True)
+    rank = res.ranking.set_index(["reading", "hypothesis"])
+    tasks = sorted(res.per_run.task_seed.unique())
+    cmap = plt.get_cmap("tab10")
+    y = {k: i for i, k in enumerate(keys[::-1])}
+    for ax, reading in zip(axes[0], readings):
+        sub = res.per_run[res.per_run.reading == reading]
+        for (cid, variant), yi in y.items():
+            from ..paper_checks import CHECKS
+            p = _paper_interval(CHECKS[cid].paper[variant])
+            if p:
+                ax.plot(p, [yi, yi], "-|", color="tab:red", lw=6, alpha=0.45, ms=10,
+                        label="paper" if yi == len(keys) - 1 else None)
+            g = sub[(sub.claim == cid) & (sub.variant == variant)]
+            for t in tasks:
+                v = g[g.task_seed == t].measured.dropna()
+                ax.plot(v, [yi + 0.12 * (t - (len(tasks) - 1) / 2)] * len(v), "o", ms=4, color=cmap(t % 10),
+                        alpha=0.8, label=f"task instance {t}" if yi == len(keys) - 1 else None)
+            if g.measured.notna().any():
+                ax.plot([g.measured.mean()] * 2, [yi - 0.3, yi + 0.3], "k-", lw=2,
+                        label="mean" if yi == len(keys) - 1 else None)
+        s = rank.loc[(reading, "as measured")] if (reading, "as measured") in rank.index else None
+        ax.set_title(reading + (f"\nscore {s['score']:.3f}, {s['within']}/{s['rows']} within" if s is not None
+                                else ""), fontsize=8)
+        ax.set_xlim(-0.03, 1.03)
+        ax.set_xlabel("final OOD accuracy")
+        ax.grid(axis="x", alpha=0.3)
+    axes[0][0].set_yticks(list(y.values()))
+    axes[0][0].set_yticklabels([f"{c} {v}" for c, v in y], fontsize=7)
+    axes[0][-1].legend(fontsize=6, loc="lower right")
+    return _save(fig, path)

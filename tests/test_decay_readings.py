@@ -157,3 +157,29 @@ def test_readings_score_against_a_hand_computation():
     hyp = rank.set_index("hypothesis").loc["onset 0 = no decay"]
     assert hyp["score"] == pytest.approx((0.001 + 0.001 + 0.006) / 3) and hyp["within"] == 3
     assert rank.iloc[0]["hypothesis"] == "onset 0 = no decay"
+
+
+def test_readings_command_on_a_store_of_known_outcomes(tmp_path, capsys):
+    """Runs with hand-set final OOD under two readings: the command ranks the closer one first."""
+    from critwin.bridge.readings import plan
+    from critwin.empirical import Run, RunStore
+    readings = [Reading.parse("l2/non_embedding"), Reading.parse("decoupled/matrices")]
+    paperlike = {"no decay": 0.15, "window [0,5000) 4e-3": 0.15, "window [5000,10000) 4e-3": 0.93,
+                 "onset 400": 0.93, "lambda 0.01": 0.1}
+    store = RunStore(tmp_path / "runs")
+    for (label, cid, variant, t, s), cfg in plan(readings, select_rows("rank"), 1, 1).items():
+        ood = paperlike[variant] if label.startswith("l2") or variant == "no decay" else 0.6
+        store.save(Run(cfg.resolved(), pd.DataFrame({"step": [0], "split": ["ood"], "metric": ["acc"], "value": [ood]}),
+                       {"status": "complete", "final": {"ood_acc": ood}}, {}))
+    code = main(["readings", "--reading", "l2/non_embedding", "--reading", "decoupled/matrices",
+                 "--task-seeds", "1", "--store", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 0 and d["missing_runs"] == 0
+    best = d["ranking"][0]
+    assert best["reading"] == "l2/non_embedding" and best["within"] == 5
+    assert best["score"] == pytest.approx((0.001 + 0.001 + 0.001 + 0.002 + 0.005) / 5)
+    worst = [r for r in d["ranking"] if r["reading"] == "decoupled/matrices" and r["hypothesis"] == "as measured"][0]
+    assert worst["score"] == pytest.approx((0.001 + 0.449 + 0.331 + 0.328 + 0.495) / 5)
+    assert (tmp_path / "out" / "readings.png").stat().st_size > 1000
+    assert main(["readings", "--store", str(tmp_path / "nowhere")]) == 2
+    assert "store" in capsys.readouterr().err
