@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from ..errors import ConfigError
-from . import bridge_commands, check_commands, demo, readings, report, sweep_commands, theory_commands, train_commands
+from . import bridge_commands, check_commands, demo, phase, readings, report, sweep_commands, theory_commands, train_commands
 
 
 def _jsonable(o):
@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
         "readings", help="which reading of the paper's decay reproduces its tables",
         description="Score decay readings (form, decayed set, scale, head bias) by their distance to the"
                     " paper's numbers over task instances and seeds, with and without the onset-0 hypothesis."))
+    phase.register(groups.add_parser(
+        "phase", help="final OOD over decay strength x window onset x gamma, with predicted windows",
+        description="The (lambda, onset, gamma) map under one decay reading; resumable runs in the store."))
     return parser
 
 

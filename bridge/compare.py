@@ -60,11 +60,12 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
     summ = load_summaries(store)
     table = onset_outcomes(summ, metric)
     rows = []
-    for (gamma, width, lam), grp in table.groupby(["gamma", "wd_width", "wd_value"]):
+    for (reading, gamma, width, lam), grp in table.groupby(["reading", "gamma", "wd_width", "wd_value"]):
         if (gammas is not None and not np.any(np.isclose(gamma, gammas))) or grp.onset.nunique() < 2:
             continue
         obs = observed_window(grp, threshold, n_boot)
-        cfg = summ[(summ.gamma == gamma) & (summ.wd_width == width) & (summ.wd_value == lam)].iloc[0].to_dict()
+        cfg = summ[(summ.reading == reading) & (summ.gamma == gamma) & (summ.wd_width == width)
+                   & (summ.wd_value == lam)].iloc[0].to_dict()
         s = setting_for(cfg, **theory_options)
         total = int(cfg["steps"])
         pred = predicted_windows(s, [m for m in methods if m != "recipe_run"], width=width, wd=lam, total=total,
@@ -72,7 +73,7 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
         if "recipe_run" in methods:
             run = run_recipe(RunStore(store).load(cfg["run_id"]).config, s.delta)
             pred["recipe_run"] = {"t1_steps": float(run["t1_steps"][0]), "t2_steps": float(run["t2_steps"][0])}
-        row = {"gamma": gamma, "width": width, "wd": lam, "steps": total, "seeds": obs["seeds"],
+        row = {"reading": reading, "gamma": gamma, "width": width, "wd": lam, "steps": total, "seeds": obs["seeds"],
                "onsets": len(obs["onsets"]), "observed_first": obs["first"], "observed_last": obs["last"],
                "observed_first_ci": obs["first_ci"], "observed_last_ci": obs["last_ci"],
                "first_bracket": obs["first_bracket"], "last_bracket": obs["last_bracket"],

@@ -211,3 +211,44 @@ def plot_readings(res, path) -> Path:
     axes[0][0].set_yticklabels([f"{c} {v}" for c, v in y], fontsize=7)
     axes[0][-1].legend(fontsize=6, loc="lower right")
     return _save(fig, path)
+
+
+def plot_phase(pm, path) -> Path:
+    """One panel per gamma: final OOD vs window onset, one line per decay value (runs as faint
+    dots), the no-decay level dashed, the recipe's t1 / t2 and each method's predicted onset
+    window (per decay value) drawn on the onset axis."""
+    g = pm.grid.scaled()
+    gammas = sorted(pm.cells.gamma.unique()) if len(pm.cells) else list(g.gammas)
+    fig, axes = plt.subplots(1, len(gammas), figsize=(4.6 * len(gammas), 4.0), squeeze=False, sharey=True)
+    cmap = plt.get_cmap("viridis")
+    lams = sorted(pm.cells.wd.unique()) if len(pm.cells) else []
+    for ax, gamma in zip(axes[0], gammas):
+        for i, lam in enumerate(lams):
+            c = cmap(i / max(1, len(lams) - 1))
+            cell = pm.cells[(pm.cells.gamma == gamma) & (pm.cells.wd == lam)].sort_values("onset")
+            ax.plot(cell.onset, cell["mean"], "o-", color=c, label=f"lambda {lam:g}")
+            runs = pm.per_run[(pm.per_run.gamma == gamma) & (pm.per_run.wd == lam)]
+            ax.plot(runs.onset, runs.ood, ".", color=c, alpha=0.3, ms=4)
+            if len(pm.predicted):
+                p = pm.predicted[(pm.predicted.gamma == gamma) & (pm.predicted.wd == lam)
+                                 & pm.predicted.onset_first.notna()]
+                for _, r in p.iterrows():
+                    ax.plot([r.onset_first, r.onset_last], [1.02 + 0.02 * i] * 2, "-", color=c, lw=3, alpha=0.7)
+        base = pm.per_run[(pm.per_run.gamma == gamma) & pm.per_run.wd.isna()].ood.mean()
+        if np.isfinite(base):
+            ax.axhline(base, ls="--", color="0.4", label="no decay")
+        if len(pm.predicted):
+            rec = pm.predicted[(pm.predicted.gamma == gamma) & (pm.predicted.method == "recipe")]
+            for col, ls, name in (("t1", ":", "recipe t1"), ("t2", "-.", "recipe t2")):
+                if len(rec) and np.isfinite(rec[col].iloc[0]) and rec[col].iloc[0] <= g.steps:
+                    ax.axvline(rec[col].iloc[0], color="tab:red", ls=ls, label=name)
+        ax.set_xscale("symlog", linthresh=max(1, g.steps // 200))
+        ax.set_xlim(0, g.steps - g.width + 1)
+        ax.set_xlabel("window onset (step)")
+        ax.set_title(f"gamma {gamma:g}", fontsize=9)
+        ax.set_ylim(-0.02, 1.1)
+    axes[0][0].set_ylabel("final OOD accuracy")
+    axes[0][-1].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.suptitle(f"reading {pm.grid.reading.label}, window width {g.width}\nbars at the top: predicted onset"
+                 " window per lambda (gradient flow)", fontsize=8)
+    return _save(fig, path)

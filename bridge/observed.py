@@ -11,24 +11,26 @@ from ..theory.windows import onset_window
 
 
 def onset_outcomes(summaries: pd.DataFrame, metric: str = "ood_acc") -> pd.DataFrame:
-    """Single-window runs as (gamma, wd_width, wd_value, onset, seed, value) rows."""
+    """Single-window runs as (reading, gamma, wd_width, wd_value, onset, task_seed, seed, value) rows."""
     col = f"final_{metric}"
     if col not in summaries.columns:
         raise ConfigError("metric", metric, "a final metric of the runs")
     df = summaries[(summaries["status"] == "complete") & summaries["wd_window_start"].notna()]
-    out = df[["gamma", "wd_width", "wd_value", "wd_window_start", "seed", col]].rename(
+    out = df[["reading", "gamma", "wd_width", "wd_value", "wd_window_start", "task_seed", "seed", col]].rename(
         columns={"wd_window_start": "onset", col: "value"})
-    return out.sort_values(["gamma", "wd_width", "wd_value", "onset", "seed"]).reset_index(drop=True)
+    return out.sort_values(["reading", "gamma", "wd_width", "wd_value", "onset", "task_seed", "seed"]
+                           ).reset_index(drop=True)
 
 
 def observed_window(table: pd.DataFrame, threshold: float = 0.5, n_boot: int = 1000,
                     level: float = 0.9, seed: int = 0) -> dict:
     """Window of onsets from one (gamma, width, value) group, with a seed-bootstrap interval.
 
-    `table`: rows onset, seed, value. Seeds are resampled with replacement (the same seeds
-    for every onset, so a seed's whole curve moves together).
+    `table`: rows onset, seed (and task_seed), value. Runs (a task instance and seed) are
+    resampled with replacement, the same for every onset, so a run's whole curve moves together.
     """
-    wide = table.pivot_table(index="seed", columns="onset", values="value")
+    index = ["task_seed", "seed"] if "task_seed" in table.columns else "seed"
+    wide = table.pivot_table(index=index, columns="onset", values="value")
     onsets, vals = wide.columns.to_numpy(float), wide.to_numpy()
     rng = np.random.default_rng(seed)
     with warnings.catch_warnings():     # onsets without any finished seed: nan, as intended
@@ -109,14 +111,14 @@ def observed_times(store, quantity: str, mem_level: float = 0.9, ood_level: floa
     if quantity.startswith("window"):
         out = {}
         table = onset_outcomes(summ)
-        for (gamma, width, lam), grp in table.groupby(["gamma", "wd_width", "wd_value"]):
+        for (reading, gamma, width, lam), grp in table.groupby(["reading", "gamma", "wd_width", "wd_value"]):
             if grp.onset.nunique() < 3:
                 continue
             obs = observed_window(grp, threshold, n_boot=1)
             edge = obs["first"] if quantity == "window_first" else obs["last"]
             bound = min(obs["onsets"]) if quantity == "window_first" else max(obs["onsets"])
             censored = bool(np.isfinite(edge) and edge == bound)
-            out.setdefault((f"width {width:g}", f"decay {lam:g}"), []).append(
+            out.setdefault((reading, f"width {width:g}", f"decay {lam:g}"), []).append(
                 {"gamma": gamma, "value": float("nan") if censored else edge, "censored": censored})
         return {k: pd.DataFrame(v) for k, v in out.items()}
     ts = _run_times(store, summ, mem_level, ood_level)
@@ -124,15 +126,15 @@ def observed_times(store, quantity: str, mem_level: float = 0.9, ood_level: floa
         clean = ts[ts.wd_window_start.isna() | (ts.wd_window_start >= ts.memorization_step)]
         return {("runs without decay before memorization",):
                 clean.assign(value=clean.memorization_step)[["gamma", "value", "run_id"]]}
-    return {(f"decay {lam:g}", f"width {w:g}"): g[["gamma", "value", "run_id"]].reset_index(drop=True)
-            for (lam, w), g in _rise_times(ts).groupby(["wd_value", "wd_width"])}
+    return {(reading, f"decay {lam:g}", f"width {w:g}"): g[["gamma", "value", "run_id"]].reset_index(drop=True)
+            for (reading, lam, w), g in _rise_times(ts).groupby(["reading", "wd_value", "wd_width"])}
 
 
 def _run_times(store, summ: pd.DataFrame, mem_level: float, ood_level: float) -> pd.DataFrame:
     """Per complete run: its timescales next to gamma, lr and its (single) decay window."""
     from ..empirical import load_runs
     return timescales(load_runs(store), mem_level, ood_level).merge(
-        summ[["run_id", "gamma", "lr", "wd_window_start", "wd_width", "wd_value"]], on="run_id")
+        summ[["run_id", "reading", "gamma", "lr", "wd_window_start", "wd_width", "wd_value"]], on="run_id")
 
 
 def _rise_times(ts: pd.DataFrame) -> pd.DataFrame:
@@ -151,8 +153,8 @@ def decay_budget_at_rise(store, ood_level: float = 0.5) -> pd.DataFrame:
         return pd.DataFrame()
     rise = _rise_times(_run_times(store, summ, 0.9, ood_level))
     rise = rise.assign(per_step=rise.lr * rise.wd_value)
-    rows = [{"decay": lam, "width": w, "gamma": gamma, "per_step": g.per_step.mean(), "runs": len(g),
+    rows = [{"reading": reading, "decay": lam, "width": w, "gamma": gamma, "per_step": g.per_step.mean(), "runs": len(g),
              "reached": int(g.value.notna().sum()), "rise_steps": g.value.mean(),
              "budget": (g.value * g.per_step).mean()}
-            for (lam, w, gamma), g in rise.groupby(["wd_value", "wd_width", "gamma"])]
+            for (reading, lam, w, gamma), g in rise.groupby(["reading", "wd_value", "wd_width", "gamma"])]
     return pd.DataFrame(rows)

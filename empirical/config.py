@@ -22,6 +22,11 @@ ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices"}
 ADDED_MODEL_DEFAULTS = {"head_bias": False}
 
 
+def reading_label(decay_form: str, decay_set: str, head_bias: bool) -> str:
+    """'l2/non_embedding', 'decoupled/matrices/head bias': the decay reading in tables and titles."""
+    return f"{decay_form}/{decay_set}" + ("/head bias" if head_bias else "")
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     task: str = "anchor_permutation"
@@ -107,7 +112,7 @@ class TrainConfig:
 
     def reading(self) -> str:
         """A short label of the decay reading, for tables and figure titles."""
-        return f"{self.decay_form}/{self.decay_set}" + ("/head bias" if self.model.head_bias else "")
+        return reading_label(self.decay_form, self.decay_set, self.model.head_bias)
 
     def run_id(self) -> str:
         blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))

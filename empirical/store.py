@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .config import TrainConfig
+from .config import ADDED_DEFAULTS, ADDED_MODEL_DEFAULTS, TrainConfig, reading_label
 
 FILES = ("config.json", "summary.json", "environment.json", "metrics.parquet")
 TMP_PREFIX = ".tmp-"
@@ -172,8 +172,10 @@ def read_run(path) -> Run:
 
 
 def _config_columns(config: dict) -> dict:
+    config = {**ADDED_DEFAULTS, **config}          # runs stored before a field existed had its default
     out = {k: v for k, v in config.items() if not isinstance(v, (list, dict))}
-    out.update(config["model"])
+    out.update({**ADDED_MODEL_DEFAULTS, **config["model"]})
+    out["reading"] = reading_label(out["decay_form"], out["decay_set"], out["head_bias"])
     wins = config["wd_windows"]
     out["wd_window_start"] = wins[0][0] if len(wins) == 1 else None
     out["wd_width"] = wins[0][1] - wins[0][0] if len(wins) == 1 else None

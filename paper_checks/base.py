@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..empirical import RunStore
+from ..empirical.config import reading_label as config_reading_label
 from ..errors import ConfigError
 from ..empirical.sweep import config_from_flat, run_sweep
 
@@ -100,8 +101,8 @@ READING_KEYS = tuple(DEFAULT_READING)
 def reading_label(reading: dict | None, wd_scale: float = 1.0) -> str:
     """'decoupled/matrices' (the toolkit's original reading), 'l2/non_embedding', '... x333'."""
     r = {**DEFAULT_READING, **(reading or {})}
-    label = f"{r['decay_form']}/{r['decay_set']}" + ("/head bias" if r["head_bias"] else "")
-    return label + (f" x{wd_scale:g}" if wd_scale != 1.0 else "")
+    return config_reading_label(r["decay_form"], r["decay_set"], r["head_bias"]) + (
+        f" x{wd_scale:g}" if wd_scale != 1.0 else "")
 
 
 @dataclass(frozen=True)

@@ -15,3 +15,12 @@ def finite_diff_hessian(f, x0: np.ndarray, h: float = 1e-5) -> np.ndarray:
                 return f(x)
             H[i, j] = H[j, i] = (at(1, 1) - at(1, -1) - at(-1, 1) + at(-1, -1)) / (4 * h * h)
     return H
+
+
+def save_fake_run(store, cfg, ood: float):
+    """Store a run of `cfg` with a hand-set final OOD accuracy (for aggregation tests)."""
+    import pandas as pd
+
+    from critwin.empirical import Run
+    metrics = pd.DataFrame({"step": [cfg.steps], "split": ["ood"], "metric": ["acc"], "value": [ood]})
+    return store.save(Run(cfg.resolved(), metrics, {"status": "complete", "final": {"ood_acc": ood}}, {}))

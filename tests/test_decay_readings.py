@@ -18,6 +18,8 @@ from critwin.errors import ConfigError
 from critwin.paper_checks import CHECKS
 from critwin.paper_checks.base import variance_split
 
+from helpers import save_fake_run
+
 TINY = dict(model=ModelConfig(d=16), steps=40, batch_size=32, eval_every=20)
 RESULTS = Path(__file__).resolve().parents[1] / "paper_checks" / "results"
 
@@ -162,15 +164,14 @@ def test_readings_score_against_a_hand_computation():
 def test_readings_command_on_a_store_of_known_outcomes(tmp_path, capsys):
     """Runs with hand-set final OOD under two readings: the command ranks the closer one first."""
     from critwin.bridge.readings import plan
-    from critwin.empirical import Run, RunStore
+    from critwin.empirical import RunStore
     readings = [Reading.parse("l2/non_embedding"), Reading.parse("decoupled/matrices")]
     paperlike = {"no decay": 0.15, "window [0,5000) 4e-3": 0.15, "window [5000,10000) 4e-3": 0.93,
                  "onset 400": 0.93, "lambda 0.01": 0.1}
     store = RunStore(tmp_path / "runs")
     for (label, cid, variant, t, s), cfg in plan(readings, select_rows("rank"), 1, 1).items():
         ood = paperlike[variant] if label.startswith("l2") or variant == "no decay" else 0.6
-        store.save(Run(cfg.resolved(), pd.DataFrame({"step": [0], "split": ["ood"], "metric": ["acc"], "value": [ood]}),
-                       {"status": "complete", "final": {"ood_acc": ood}}, {}))
+        save_fake_run(store, cfg, ood)
     code = main(["readings", "--reading", "l2/non_embedding", "--reading", "decoupled/matrices",
                  "--task-seeds", "1", "--store", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--json"])
     d = json.loads(capsys.readouterr().out)

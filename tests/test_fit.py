@@ -69,7 +69,7 @@ def test_observed_times_match_the_run_timescales(gamma_store):
         onset = RunStore(gamma_store).load(r.run_id).config["wd_windows"][0][0]
         assert r.value == ts10.loc[r.run_id, "memorization_step"] and onset >= r.value
     (key, rea), = observed_times(gamma_store, "reasoning", ood_level=0.07).items()
-    assert key == ("decay 0.5", "width 40") and len(rea) == 6
+    assert key == ("decoupled/matrices", "decay 0.5", "width 40") and len(rea) == 6
     starts = RunStore(gamma_store)
     for _, r in rea.iterrows():
         onset = starts.load(r.run_id).config["wd_windows"][0][0]
