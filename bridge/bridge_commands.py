@@ -8,9 +8,27 @@ from .table import format_table
 from .theory_commands import attach_figure, figure_args
 
 
+def reader(args):
+    """The --store of a reading command: it must exist (an absent store is not an empty one)."""
+    from ..empirical import RunStore
+    RunStore(args.store).require()
+    return args.store
+
+
+def on_corrupt(args) -> str:
+    return "skip" if getattr(args, "skip_corrupt", False) else "raise"
+
+
+def add_store_args(p, default: str = "runs"):
+    """--store and --skip-corrupt: the same for every command that reads a store."""
+    p.add_argument("--store", default=default, help="run store folder")
+    p.add_argument("--skip-corrupt", action="store_true",
+                   help="warn about damaged run folders and leave them out (default: stop and name them)")
+
+
 def cmd_compare(args):
-    rows = compare(args.store, args.threshold, args.metric, args.gamma, tuple(args.methods),
-                   loss_norm=args.loss_norm, targets=args.targets)
+    rows = compare(reader(args), args.threshold, args.metric, args.gamma, tuple(args.methods),
+                   on_corrupt=on_corrupt(args), loss_norm=args.loss_norm, targets=args.targets)
     if not rows:
         return {"rows": []}, f"no onset sweeps (single-window runs) in {args.store}"
     frame = as_frame(rows)
@@ -30,7 +48,7 @@ def cmd_compare(args):
 def cmd_timescales(args):
     from ..empirical import load_runs
     from .observed import timescales
-    runs = load_runs(args.store)
+    runs = load_runs(reader(args), on_corrupt(args))
     if runs.empty:
         return {"rows": []}, f"no runs in {args.store}"
     ts = timescales(runs, args.mem_level, args.ood_level)
@@ -48,8 +66,8 @@ def cmd_timescales(args):
 
 def cmd_fit(args):
     from .fit import fit_columns, fit_store, fit_summary
-    results, skipped = fit_store(args.store, args.quantity, args.fit_gamma, mem_level=args.mem_level,
-                                 ood_level=args.ood_level, threshold=args.threshold)
+    results, skipped = fit_store(reader(args), args.quantity, args.fit_gamma, mem_level=args.mem_level,
+                                 ood_level=args.ood_level, threshold=args.threshold, on_corrupt=on_corrupt(args))
     text = list(skipped)
     for res in results:
         text += [" / ".join(res["group"]), format_table(res["rows"], fit_columns(res)), fit_summary(res), ""]
@@ -58,7 +76,7 @@ def cmd_fit(args):
     payload = {"quantity": args.quantity, "fit_gamma": args.fit_gamma, "results": results}
     if args.quantity == "reasoning":
         from .observed import decay_budget_at_rise
-        budget = decay_budget_at_rise(args.store, args.ood_level).to_dict(orient="records")
+        budget = decay_budget_at_rise(args.store, args.ood_level, on_corrupt(args)).to_dict(orient="records")
         payload["decay_budget"] = budget
         text += ["cumulative decay at the OOD rise (budget = lr * lambda * rise steps, mean over runs that rose):",
                  format_table(budget), ""]
@@ -70,7 +88,7 @@ def cmd_fit(args):
 
 def register(sub):
     p = sub.add_parser("compare", help="predicted vs observed windows for the onset sweeps in a store")
-    p.add_argument("--store", default="runs")
+    add_store_args(p)
     p.add_argument("--gamma", type=float, nargs="+", default=None, help="only these gammas")
     p.add_argument("--threshold", type=float, default=0.5)
     p.add_argument("--metric", default="ood_acc")
@@ -85,7 +103,7 @@ def register(sub):
     p.set_defaults(handler=cmd_compare)
 
     p = sub.add_parser("fit", help="fit each rate law at one gamma, predict the held-out gammas")
-    p.add_argument("--store", default="runs")
+    add_store_args(p)
     p.add_argument("--quantity", choices=QUANTITIES,
                    default="reasoning", help="observed time to fit (see critwin.bridge.observed.observed_times)")
     p.add_argument("--fit-gamma", type=float, default=0.8, help="the gamma whose runs fix each law's prefactor")
@@ -97,7 +115,7 @@ def register(sub):
     p.set_defaults(handler=cmd_fit)
 
     p = sub.add_parser("timescales", help="observed memorization and reasoning times per gamma and schedule")
-    p.add_argument("--store", default="runs")
+    add_store_args(p)
     p.add_argument("--mem-level", type=float, default=0.9)
     p.add_argument("--ood-level", type=float, default=0.5)
     p.add_argument("--json", action="store_true")

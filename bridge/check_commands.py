@@ -46,6 +46,9 @@ def cmd_check(args):
         ex.close()
     summary = [{"id": r["id"], "verdict": r["verdict"]} for r in results]
     text.append(format_table(summary))
+    if args.results:
+        from pathlib import Path
+        text.append(f"results written to {Path(args.results).resolve()} (JSON, CSV and PNG per check)")
     payload = {"results": results, "summary": summary}
     if len(results) == 1:
         payload.update(results[0])
@@ -67,8 +70,9 @@ def register(parser):
     parser.add_argument("--size", choices=SIZES, default="quick",
                         help="quick: times / 10, one seed (machinery only); paper: the paper's protocol")
     parser.add_argument("--store", default="runs", help="run store (runs are shared between checks)")
-    parser.add_argument("--results", default="paper_checks/results",
-                        help="folder for result JSON/CSV ('' to skip)")
+    parser.add_argument("--results", default="critwin-out/checks",
+                        help="folder for result JSON/CSV/PNG ('' to skip); the committed results are"
+                             " written with --results paper_checks/results")
     add_executor_args(parser)
     parser.add_argument("--wd-scale", type=float, default=1.0,
                         help="multiply every decay value (a variation of the protocol, labelled as such)")

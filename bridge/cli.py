@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, CorruptRunError
 from . import bridge_commands, check_commands, demo, phase, readings, report, sweep_commands, theory_commands, train_commands
 
 
@@ -72,6 +72,12 @@ def main(argv=None) -> int:
         if getattr(args, "json", False):
             print(json.dumps({"error": str(err), "field": err.field, "allowed": err.allowed}))
         print(f"critwin: error: {err}", file=sys.stderr)
+        return 2
+    except CorruptRunError as err:
+        if getattr(args, "json", False):
+            print(json.dumps({"error": str(err), "path": str(err.path)}))
+        hint = " (--skip-corrupt leaves damaged folders out)" if "skip_corrupt" in vars(args) else ""
+        print(f"critwin: error: {err}{hint}", file=sys.stderr)
         return 2
     if getattr(args, "json", False):
         print(json.dumps(_jsonable(payload), indent=1))

@@ -50,14 +50,16 @@ def predicted_windows(s: th.StylisedSetting, methods=("recipe", "reduced"), **kw
 
 
 def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
-            methods=("recipe", "recipe_run", "reduced"), n_boot: int = 1000, **theory_options) -> list[dict]:
+            methods=("recipe", "recipe_run", "reduced"), n_boot: int = 1000, on_corrupt: str = "raise",
+            **theory_options) -> list[dict]:
     """One row per (gamma, width, lambda) onset sweep in the store: observed window with
     its bootstrap interval next to each method's predicted window, errors in steps.
 
     Methods: recipe (orthonormal keys, sigma_e = 1), recipe_run (sigma_e and c_r of the run's
-    own initial embeddings), reduced and full (derived equations / stylised flow)."""
+    own initial embeddings), reduced and full (derived equations / stylised flow). on_corrupt:
+    'raise' on a damaged run folder, or 'skip' it with a warning."""
     theory_options.setdefault("targets", "permutation")   # the Transformer's task
-    summ = load_summaries(store)
+    summ = load_summaries(store, on_corrupt)
     table = onset_outcomes(summ, metric)
     rows = []
     for (reading, gamma, width, lam), grp in table.groupby(["reading", "gamma", "wd_width", "wd_value"]):

@@ -128,7 +128,7 @@ def fit_store(store, quantity: str, fit_gamma: float = 0.8, **observed_options) 
     from .compare import setting_for
     from .observed import observed_times
     tables = observed_times(store, quantity, **observed_options)
-    summ = load_summaries(store, on_corrupt="skip")
+    summ = load_summaries(store, on_corrupt=observed_options.get("on_corrupt", "raise"))
     results, skipped = [], []
     for group, table in tables.items():
         name = " / ".join(group)

@@ -91,7 +91,7 @@ QUANTITIES = ("memorization", "reasoning", "window_first", "window_last")
 
 
 def observed_times(store, quantity: str, mem_level: float = 0.9, ood_level: float = 0.5,
-                   threshold: float = 0.5) -> dict:
+                   threshold: float = 0.5, on_corrupt: str = "raise") -> dict:
     """Observed times per gamma, one table (gamma, value per run or per sweep) per group.
 
     memorization: first eval with train acc >= mem_level, for runs with no decay before it.
@@ -104,7 +104,7 @@ def observed_times(store, quantity: str, mem_level: float = 0.9, ood_level: floa
     from ..empirical import load_summaries
     if quantity not in QUANTITIES:
         raise ConfigError("quantity", quantity, ", ".join(QUANTITIES))
-    summ = load_summaries(store)
+    summ = load_summaries(store, on_corrupt)
     summ = summ[summ.status == "complete"] if not summ.empty else summ
     if summ.empty:
         return {}
@@ -121,7 +121,7 @@ def observed_times(store, quantity: str, mem_level: float = 0.9, ood_level: floa
             out.setdefault((reading, f"width {width:g}", f"decay {lam:g}"), []).append(
                 {"gamma": gamma, "value": float("nan") if censored else edge, "censored": censored})
         return {k: pd.DataFrame(v) for k, v in out.items()}
-    ts = _run_times(store, summ, mem_level, ood_level)
+    ts = _run_times(store, summ, mem_level, ood_level, on_corrupt)
     if quantity == "memorization":
         clean = ts[ts.wd_window_start.isna() | (ts.wd_window_start >= ts.memorization_step)]
         return {("runs without decay before memorization",):
@@ -130,10 +130,11 @@ def observed_times(store, quantity: str, mem_level: float = 0.9, ood_level: floa
             for (reading, lam, w), g in _rise_times(ts).groupby(["reading", "wd_value", "wd_width"])}
 
 
-def _run_times(store, summ: pd.DataFrame, mem_level: float, ood_level: float) -> pd.DataFrame:
+def _run_times(store, summ: pd.DataFrame, mem_level: float, ood_level: float,
+               on_corrupt: str = "raise") -> pd.DataFrame:
     """Per complete run: its timescales next to gamma, lr and its (single) decay window."""
     from ..empirical import load_runs
-    return timescales(load_runs(store), mem_level, ood_level).merge(
+    return timescales(load_runs(store, on_corrupt), mem_level, ood_level).merge(
         summ[["run_id", "reading", "gamma", "lr", "wd_window_start", "wd_width", "wd_value"]], on="run_id")
 
 
@@ -143,15 +144,15 @@ def _rise_times(ts: pd.DataFrame) -> pd.DataFrame:
     return dec.assign(value=dec.reasoning_step - dec.wd_window_start)
 
 
-def decay_budget_at_rise(store, ood_level: float = 0.5) -> pd.DataFrame:
+def decay_budget_at_rise(store, ood_level: float = 0.5, on_corrupt: str = "raise") -> pd.DataFrame:
     """Per (decay value, width, gamma): the reasoning time after the decay onset and the
     cumulative shrink lr * lambda * time it took, i.e. how much decay the OOD rise needed."""
     from ..empirical import load_summaries
-    summ = load_summaries(store)
+    summ = load_summaries(store, on_corrupt)
     summ = summ[summ.status == "complete"] if not summ.empty else summ
     if summ.empty:
         return pd.DataFrame()
-    rise = _rise_times(_run_times(store, summ, 0.9, ood_level))
+    rise = _rise_times(_run_times(store, summ, 0.9, ood_level, on_corrupt))
     rise = rise.assign(per_step=rise.lr * rise.wd_value)
     rows = [{"reading": reading, "decay": lam, "width": w, "gamma": gamma, "per_step": g.per_step.mean(), "runs": len(g),
              "reached": int(g.value.notna().sum()), "rise_steps": g.value.mean(),

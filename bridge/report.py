@@ -29,14 +29,15 @@ def _seed_counts(chk) -> list:
     return [{"task_seeds": t, "seeds": n} for t in (chk.task_seeds, 1) for n in seeds]
 
 
-def build_report(store, out, threshold: float = 0.5, wd_scales=(1.0,), fit_gamma: float = 0.8) -> Path:
+def build_report(store, out, threshold: float = 0.5, wd_scales=(1.0,), fit_gamma: float = 0.8,
+                 on_corrupt: str = "skip") -> Path:
     """Checks complete in the store (at each decay scale), observed vs predicted windows, and
     the rate laws fitted at `fit_gamma` and tested on the other gammas."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    rs = RunStore(store)
+    rs = RunStore(store).require()
     ids, problems = rs.scan()
-    summ = load_summaries(store, on_corrupt="skip")
+    summ = load_summaries(store, on_corrupt=on_corrupt)
     md = [f"# critwin report: `{store}`", "",
           f"{len(ids)} runs; " + (", ".join(f"{k}: {v}" for k, v in summ["status"].value_counts().items())
                                  if len(summ) else "none") + (f"; {len(problems)} damaged folders" if problems else ""),
@@ -61,7 +62,7 @@ def build_report(store, out, threshold: float = 0.5, wd_scales=(1.0,), fit_gamma
                    _md_table(res["rows"], cols), "",
                    f"**Verdict: {res['verdict']}**" + (f" (tolerance {res['tolerance']})" if "tolerance" in res else ""),
                    ""]
-    rows = compare(store, threshold) if len(summ) else []
+    rows = compare(store, threshold, on_corrupt=on_corrupt) if len(summ) else []
     md += ["", "## Predicted vs observed windows", ""]
     if rows:
         fig = figures.plot_onset_comparison(rows, out / "onsets.png")
@@ -72,7 +73,8 @@ def build_report(store, out, threshold: float = 0.5, wd_scales=(1.0,), fit_gamma
         md += ["No onset sweeps (single-window runs at several onsets) in this store.", ""]
     md += ["## Rate laws fitted at gamma = %g, tested on held-out gammas" % fit_gamma, ""]
     for quantity in QUANTITIES:
-        results, _ = fit_store(store, quantity, fit_gamma, threshold=threshold) if len(summ) else ([], [])
+        results, _ = fit_store(store, quantity, fit_gamma, threshold=threshold, on_corrupt=on_corrupt) if len(summ) \
+            else ([], [])
         if not results:
             md += [f"- {quantity}: no times at the fit gamma and another gamma", ""]
             continue
@@ -94,12 +96,14 @@ def build_report(store, out, threshold: float = 0.5, wd_scales=(1.0,), fit_gamma
 
 
 def cmd_report(args):
-    path = build_report(args.store, args.out, args.threshold, tuple(args.wd_scale), args.fit_gamma)
+    path = build_report(args.store, args.out, args.threshold, tuple(args.wd_scale), args.fit_gamma,
+                        "skip" if args.skip_corrupt else "raise")
     return {"report": str(path)}, f"report: {path}"
 
 
 def register(p):
-    p.add_argument("--store", default="runs")
+    from .bridge_commands import add_store_args
+    add_store_args(p)
     p.add_argument("--out", default="report")
     p.add_argument("--threshold", type=float, default=0.5)
     p.add_argument("--wd-scale", type=float, nargs="+", default=[1.0],

@@ -67,6 +67,7 @@ def cmd_edge(args):
 
 
 def cmd_summary(args):
+    RunStore(args.store).require()
     df = summarize(args.store, [g.strip() for g in args.group_by.split(",")],
                    [m.strip() for m in args.metric.split(",")], "skip" if args.skip_corrupt else "raise")
     if args.csv:

@@ -31,7 +31,7 @@ def add_training_args(p):
     p.add_argument("--optimizer", choices=("adamw", "sgd"), default="adamw")
     p.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
     p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--wd", type=float, default=0.0,
+    p.add_argument("--wd", type=float, default=None,
                    help="decay lambda: constant, or inside --wd-window (how it acts: --decay-form)")
     add_reading_args(p)
     p.add_argument("--wd-window", nargs="+", action="extend", metavar="START:END", default=None)
@@ -44,6 +44,9 @@ def add_training_args(p):
     p.add_argument("--task-seed", type=int, default=0)
     p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads for this run (1: small models are fastest on one thread, and a"
+                        " busy machine does not oversubscribe)")
     p.add_argument("--store", default="runs", help="run store folder")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
@@ -65,17 +68,32 @@ def config_from_args(args, task: str) -> TrainConfig:
 
 def cmd_anchor(args):
     cfg = config_from_args(args, VARIANTS[args.variant])
-    store = RunStore(args.store)
+    if args.threads < 1:
+        raise ConfigError("threads", args.threads, "a number of torch threads >= 1")
+    store = RunStore(args.store).ensure_writable()     # before training, not after
     run_id = cfg.run_id()
-    cached = store.has(run_id)
-    run = store.load(run_id) if cached else train(cfg, progress=not args.no_progress)
-    path = store.save(run)
+    status = store.status(run_id)
+    cached = status in ("complete", "failed", "diverged")
+    if cached:
+        run = store.load(run_id)
+    else:
+        if not store.claim(run_id):
+            raise ConfigError("run", run_id, f"a run no other process is training (one is, in {store.root})")
+        try:
+            import torch
+            torch.set_num_threads(args.threads)
+            run = train(cfg, progress=not args.no_progress)
+            store.save(run, replace=status == "corrupt")
+        finally:
+            store.release(run_id)
+    path = store.path(run_id)
     final = run.summary["final"]
     payload = {"run_id": run_id, "path": str(path), "cached": cached, "status": run.summary["status"],
-               "final": final, "summary": run.summary, "config": run.config}
+               "replaced_damaged": status == "corrupt", "final": final, "summary": run.summary, "config": run.config}
     keys = [k for k in ("train_acc", "ood_acc", "id_test_acc", "ood_symmetric_rate", "weight_norm") if k in final]
-    text = [f"run {run_id} ({'already in the store' if cached else run.summary['status']}): {path}",
-            format_table([{k: final[k] for k in keys}]),
+    how = "already in the store" if cached else run.summary["status"] + (
+        "; replaced a damaged folder" if status == "corrupt" else "")
+    text = [f"run {run_id} ({how}): {path}", format_table([{k: final[k] for k in keys}]),
             f"{run.summary['seconds_per_step'] * 1000:.2f} ms/step, {run.summary['wall_seconds']:.1f} s"]
     return payload, "\n".join(text)
 

@@ -1,4 +1,4 @@
-"""The one exception the theory module raises for bad input."""
+"""The toolkit's own errors: bad input (ConfigError) and a damaged run folder (CorruptRunError)."""
 
 
 class ConfigError(ValueError):
@@ -7,3 +7,12 @@ class ConfigError(ValueError):
     def __init__(self, field: str, value, allowed: str):
         self.field, self.value, self.allowed = field, value, allowed
         super().__init__(f"{field}={value!r} is invalid: {allowed}")
+
+
+class CorruptRunError(RuntimeError):
+    """A run folder that is incomplete, unreadable or does not match its name."""
+
+    def __init__(self, path, reason: str):
+        from pathlib import Path
+        self.path, self.reason = Path(path), reason
+        super().__init__(f"corrupt run folder {path}: {reason}")

@@ -47,9 +47,26 @@ class TrainConfig:
     device: str = "cpu"
 
     def __post_init__(self):
-        object.__setattr__(self, "betas", tuple(float(b) for b in self.betas))
-        object.__setattr__(self, "wd_windows", tuple(tuple(float(v) for v in w) for w in self.wd_windows))
-        object.__setattr__(self, "freeze", tuple((str(c), int(s)) for c, s in self.freeze))
+        for f in ("lr", "momentum"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ConfigError(f, v, "a number")
+        try:
+            object.__setattr__(self, "betas", tuple(float(b) for b in self.betas))
+        except (TypeError, ValueError):
+            raise ConfigError("betas", self.betas, "two numbers in [0, 1), e.g. [0.9, 0.98]") from None
+        try:
+            wins = tuple(tuple(float(v) for v in w) for w in self.wd_windows)
+        except (TypeError, ValueError):
+            raise ConfigError("wd_windows", self.wd_windows, "(start, end, wd) number triples") from None
+        if any(len(w) != 3 for w in wins):
+            raise ConfigError("wd_windows", self.wd_windows,
+                              "(start, end, wd) triples: every window needs its decay value wd")
+        object.__setattr__(self, "wd_windows", wins)
+        try:
+            object.__setattr__(self, "freeze", tuple((str(c), int(s)) for c, s in self.freeze))
+        except (TypeError, ValueError):
+            raise ConfigError("freeze", self.freeze, "(component, step) pairs, e.g. (('layer0', 5000),)") from None
         if self.task not in TASKS:
             raise ConfigError("task", self.task, "one of " + ", ".join(TASKS))
         if isinstance(self.model, dict):

@@ -3,13 +3,18 @@
 A run folder holds config.json, summary.json, environment.json and metrics.parquet
 (tidy: step, split, metric, value). It is written under a temporary name and renamed
 into place, so a run is either complete or absent; anything else found in the store is
-reported as corrupt, never silently read.
+reported as corrupt, never silently read; a damaged folder is replaced by the next save
+of the same run. Before training a run, a process claims it (a claim file holding its host
+and pid), so concurrent sweeps on one store split the work; a dead process's claims and
+temporary folders are stale and are taken over or removed.
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import socket
+import time
 import uuid
 import warnings
 from dataclasses import dataclass
@@ -17,18 +22,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import ConfigError, CorruptRunError
 from .config import ADDED_DEFAULTS, ADDED_MODEL_DEFAULTS, TrainConfig, reading_label
 
 FILES = ("config.json", "summary.json", "environment.json", "metrics.parquet")
 TMP_PREFIX = ".tmp-"
-
-
-class CorruptRunError(RuntimeError):
-    """A run folder that is incomplete, unreadable or does not match its name."""
-
-    def __init__(self, path, reason: str):
-        self.path, self.reason = Path(path), reason
-        super().__init__(f"corrupt run folder {path}: {reason}")
+CLAIM_PREFIX = ".claim-"
+CLAIM_TTL = 24 * 3600   # seconds a claim from another host is honoured (its pid cannot be checked)
 
 
 @dataclass
@@ -62,12 +62,33 @@ class RunStore:
     def has(self, run_id: str) -> bool:
         return self.path(run_id).is_dir()
 
+    def require(self) -> "RunStore":
+        """For readers: the store must be an existing folder."""
+        if not self.root.is_dir():
+            what = "a file" if self.root.exists() else "nothing"
+            raise ConfigError("store", str(self.root), f"an existing run store folder ({what} is there)")
+        return self
+
+    def ensure_writable(self) -> "RunStore":
+        """For writers, before any training: create the folder and check a run can be written."""
+        if self.root.exists() and not self.root.is_dir():
+            raise ConfigError("store", str(self.root), "a folder for the runs (this path is a file)")
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            probe = self.root / f"{TMP_PREFIX}probe-p{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            probe.mkdir()
+            probe.rmdir()
+        except OSError as e:
+            raise ConfigError("store", str(self.root), f"a writable folder ({e.strerror or e})") from None
+        return self
+
     def save(self, run: Run, replace: bool = False) -> Path:
-        """Write atomically. An existing run with the same id is kept as it is, unless
-        `replace` (used to retry failed runs): then the new folder is swapped in."""
+        """Write atomically. An existing complete run with the same id is kept as it is, unless
+        `replace` (used to retry failed runs); a damaged folder is always replaced. Either way
+        the new folder is swapped in by renames, so readers never see a half-written run."""
         run_id = run.run_id
         final = self.path(run_id)
-        if final.is_dir() and not replace:
+        if final.is_dir() and not replace and self.status(run_id) != "corrupt":
             return final
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f"{TMP_PREFIX}{run_id}-p{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -92,24 +113,84 @@ class RunStore:
         return final
 
     def status(self, run_id: str) -> str | None:
-        """'complete', 'failed', 'diverged', or None when the run is not stored."""
-        try:
-            return json.loads((self.path(run_id) / "summary.json").read_text()).get("status")
-        except (OSError, ValueError):
+        """'complete', 'failed', 'diverged'; 'corrupt' for a folder that cannot be read back
+        whole (a missing or truncated file); None when the run is not stored."""
+        path = self.path(run_id)
+        if not path.is_dir():
             return None
+        try:
+            return read_run(path).summary.get("status", "corrupt")
+        except CorruptRunError:
+            return "corrupt"
+
+    # claims ----------------------------------------------------------------
+    def _claim_path(self, run_id: str) -> Path:
+        return self.root / f"{CLAIM_PREFIX}{run_id}"
+
+    def claim(self, run_id: str) -> bool:
+        """Claim a run before training it. False when another live process holds the claim;
+        a claim of a dead process (or one older than CLAIM_TTL from another host) is taken over."""
+        path = self._claim_path(run_id)
+        me = {"host": socket.gethostname(), "pid": os.getpid(), "time": time.time()}
+        for _ in range(3):
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                holder = _read_claim(path)
+                if holder is None:          # vanished or half-written: look again
+                    time.sleep(0.01)
+                    continue
+                if (holder.get("host"), holder.get("pid")) != (me["host"], me["pid"]) and _claim_live(path, holder):
+                    return False
+                try:
+                    os.unlink(path)         # stale (or ours from before): take it over
+                except FileNotFoundError:
+                    pass
+                continue
+            with os.fdopen(fd, "w") as f:
+                json.dump(me, f)
+            return True
+        return False
+
+    def release(self, run_id: str) -> None:
+        """Drop this process's claim on a run (after it is saved, or abandoned)."""
+        path = self._claim_path(run_id)
+        holder = _read_claim(path)
+        if holder and (holder.get("host"), holder.get("pid")) == (socket.gethostname(), os.getpid()):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+    def claimed_by_others(self) -> list[str]:
+        """Run ids that another live process is training now."""
+        if not self.root.is_dir():
+            return []
+        out = []
+        for p in self.root.glob(f"{CLAIM_PREFIX}*"):
+            holder = _read_claim(p)
+            if holder and holder.get("pid") != os.getpid() and _claim_live(p, holder):
+                out.append(p.name[len(CLAIM_PREFIX):])
+        return out
 
     def clean_stale(self) -> list[Path]:
-        """Remove temporary folders left by writers that are no longer running."""
+        """Remove temporary folders and claims left by writers that are no longer running."""
         removed = []
         if not self.root.is_dir():
             return removed
         for p in self.root.glob(f"{TMP_PREFIX}*"):
-            parts = p.name.split("-")
-            pid = next((int(x[1:]) for x in parts[2:] if x[:1] == "p" and x[1:].isdigit()), None)
-            if pid is not None and pid != os.getpid() and _alive(pid):
+            if _tmp_owner_alive(p):
                 continue
             shutil.rmtree(p, ignore_errors=True)
             removed.append(p)
+        for p in self.root.glob(f"{CLAIM_PREFIX}*"):
+            holder = _read_claim(p)
+            if holder is not None and not _claim_live(p, holder):
+                try:
+                    os.unlink(p)
+                    removed.append(p)
+                except FileNotFoundError:
+                    pass
         return removed
 
     def load(self, run_id: str) -> Run:
@@ -124,7 +205,8 @@ class RunStore:
             if not p.is_dir():
                 continue
             if p.name.startswith(TMP_PREFIX):
-                bad.append(CorruptRunError(p, "half-written (a temporary folder left by an interrupted save)"))
+                if not _tmp_owner_alive(p):     # a live writer's folder is work in progress, not damage
+                    bad.append(CorruptRunError(p, "half-written (a temporary folder left by an interrupted save)"))
                 continue
             try:
                 check_run(p)
@@ -132,6 +214,29 @@ class RunStore:
             except CorruptRunError as e:
                 bad.append(e)
         return ok, bad
+
+
+def _tmp_owner_alive(p: Path) -> bool:
+    """Whether the process that named this temporary folder (…-p<pid>-…) still runs."""
+    parts = p.name.split("-")
+    pid = next((int(x[1:]) for x in parts[2:] if x[:1] == "p" and x[1:].isdigit()), None)
+    return pid is not None and pid != os.getpid() and _alive(pid)
+
+
+def _read_claim(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _claim_live(path: Path, holder: dict) -> bool:
+    if holder.get("host") == socket.gethostname():
+        return isinstance(holder.get("pid"), int) and _alive(holder["pid"])
+    try:
+        return time.time() - path.stat().st_mtime < CLAIM_TTL
+    except OSError:
+        return False
 
 
 def _alive(pid: int) -> bool:

@@ -135,7 +135,7 @@ def test_sweep_and_runs_summary_cli(capsys, tmp_path):
 
 
 def test_sweep_rejects_bad_grid_before_running(capsys, tmp_path):
-    code = main(["sweep", "run", "--set", "steps=100", "--set", "wd_window=0:50,90:120",
+    code = main(["sweep", "run", "--set", "steps=100", "--set", "wd=0.1", "--set", "wd_window=0:50,90:120",
                  "--store", str(tmp_path / "s"), "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 2 and out["field"] == "wd_window" and not (tmp_path / "s").exists()

@@ -42,7 +42,8 @@ class ModelConfig:
             raise ConfigError("heads", self.heads, f"a divisor of d = {self.d}")
         if self.init not in INITS:
             raise ConfigError("init", self.init, "one of " + ", ".join(INITS))
-        if not (math.isfinite(self.gamma) and self.gamma > 0):
+        if isinstance(self.gamma, bool) or not isinstance(self.gamma, (int, float)) or not (
+                math.isfinite(self.gamma) and self.gamma > 0):
             raise ConfigError("gamma", self.gamma, "an init scale > 0")
         if not isinstance(self.head_bias, bool):
             raise ConfigError("head_bias", self.head_bias, "true or false")

@@ -7,8 +7,10 @@ and no two writers meet. `local`: a process pool (spawn, one torch thread per wo
 from __future__ import annotations
 
 import os
+import threading
+import time
 import traceback
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 from ...errors import ConfigError
 
@@ -18,6 +20,43 @@ EXECUTORS = ("local", "dask", "dask-local")
 def _one_thread():
     import torch
     torch.set_num_threads(1)
+
+
+def _exit_with_parent(parent: int, poll: float = 1.0):
+    """Worker side: leave as soon as the submitting process is gone (e.g. killed with -9),
+    instead of lingering as an orphan that holds memory."""
+    def watch():
+        while True:
+            time.sleep(poll)
+            if os.getppid() != parent:
+                os._exit(1)
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
+
+
+def _worker_init(parent: int):
+    _one_thread()
+    _exit_with_parent(parent)
+
+
+def _bounded(submit, items, in_flight: int, wait_some):
+    """Submit at most `in_flight` items at a time, pulling the next one only when a result
+    is handed back (so a claim is taken just before its run starts); yield results."""
+    it = iter(items)
+    pending = set()
+    for x in it:
+        pending.add(submit(x))
+        if len(pending) >= in_flight:
+            break
+    while pending:
+        done, pending = wait_some(pending)
+        for f in done:
+            yield f.result()
+            nxt = next(it, _END)
+            if nxt is not _END:
+                pending.add(submit(nxt))
+
+
+_END = object()
 
 
 def run_config(config: dict) -> dict:
@@ -48,10 +87,9 @@ class LocalExecutor:
             return
         import multiprocessing as mp
         with ProcessPoolExecutor(self.workers, mp_context=mp.get_context("spawn"),
-                                 initializer=_one_thread) as pool:
-            futures = [pool.submit(fn, it) for it in items]
-            for f in as_completed(futures):
-                yield f.result()
+                                 initializer=_worker_init, initargs=(os.getpid(),)) as pool:
+            yield from _bounded(lambda x: pool.submit(fn, x), items, self.workers,
+                                lambda p: wait(p, return_when=FIRST_COMPLETED))
 
     def close(self):
         pass
@@ -73,10 +111,13 @@ class DaskExecutor:
         self.client = Client(address)
 
     def imap(self, fn, items):
-        from dask.distributed import as_completed as dask_completed
-        futures = self.client.map(fn, list(items), pure=False)
-        for f in dask_completed(futures):
-            yield f.result()
+        from dask.distributed import wait as dask_wait
+        n = max(1, sum(self.client.nthreads().values()))
+
+        def wait_some(pending):
+            done, rest = dask_wait(list(pending), return_when="FIRST_COMPLETED")
+            return set(done), set(rest)
+        yield from _bounded(lambda x: self.client.submit(fn, x, pure=False), items, n, wait_some)
 
     def close(self):
         self.client.close()

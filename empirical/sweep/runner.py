@@ -1,4 +1,8 @@
-"""Run a list of configs into a store: skip what is done, record failures, resume."""
+"""Run a list of configs into a store: skip what is done, record failures, resume.
+
+A run is claimed just before it is handed to a worker and released once saved, so two
+sweeps on one store (or on many machines sharing it) train each run once between them.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,10 +22,23 @@ class SweepResult:
     skipped: list = field(default_factory=list)    # run ids already complete
     done: list = field(default_factory=list)       # trained now, complete
     failed: list = field(default_factory=list)     # (run id, error) trained now, failed or diverged
+    repaired: list = field(default_factory=list)   # run ids whose damaged folder was replaced
+    busy: list = field(default_factory=list)       # run ids another live process was training
 
     def to_dict(self) -> dict:
         return {"total": self.total, "skipped": len(self.skipped), "done": len(self.done),
-                "failed": len(self.failed), "failures": [{"run_id": r, "error": e} for r, e in self.failed]}
+                "failed": len(self.failed), "repaired": len(self.repaired), "busy": len(self.busy),
+                "failures": [{"run_id": r, "error": e} for r, e in self.failed],
+                "repaired_ids": list(self.repaired), "busy_ids": list(self.busy)}
+
+    def describe(self) -> str:
+        text = (f"{self.total} runs: {len(self.done)} trained, {len(self.skipped)} already stored,"
+                f" {len(self.failed)} failed")
+        if self.repaired:
+            text += f", {len(self.repaired)} damaged folders replaced"
+        if self.busy:
+            text += f", {len(self.busy)} left to another process that is training them"
+        return text
 
 
 def failed_run(config: dict, error: str, tb: str = "") -> Run:
@@ -32,35 +49,67 @@ def failed_run(config: dict, error: str, tb: str = "") -> Run:
 
 
 def pending(configs, store: RunStore, retry_failed: bool = False):
-    """(to run, already complete): failed runs are re-run only with retry_failed."""
-    todo, skip = [], []
+    """(to run, already stored, damaged): failed runs are re-run only with retry_failed; a
+    damaged folder (unreadable, half a run) is always re-run and replaced."""
+    todo, skip, damaged = [], [], []
     for c in configs:
         st = store.status(c.run_id())
-        if st == "complete" or (st is not None and not retry_failed):
+        if st == "corrupt":
+            damaged.append(c.run_id())
+            todo.append(c)
+        elif st == "complete" or (st is not None and not retry_failed):
             skip.append(c.run_id())
         else:
             todo.append(c)
-    return todo, skip
+    return todo, skip, damaged
 
 
 def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_failed: bool = False,
               progress: bool = True) -> SweepResult:
     """Train every config not yet in `store`; the store is written here, one run at a time."""
+    store.ensure_writable()          # before any training: a store we cannot write loses the runs
     executor = executor or LocalExecutor()
     store.clean_stale()
-    todo, skip = pending(configs, store, retry_failed)
+    todo, skip, damaged = pending(configs, store, retry_failed)
     res = SweepResult(len(configs), skipped=skip)
+    held: set = set()
+
+    def claimed():
+        """Configs as they are handed out: claimed now, skipped if another process has them."""
+        for c in todo:
+            rid = c.run_id()
+            if not store.claim(rid):
+                res.busy.append(rid)
+                bar.update(1)
+                continue
+            if rid not in damaged and store.status(rid) == "complete":   # finished elsewhere meanwhile
+                store.release(rid)
+                res.skipped.append(rid)
+                bar.update(1)
+                continue
+            held.add(rid)
+            yield c.resolved()
+
     bar = tqdm(total=len(configs), initial=len(skip), desc="sweep", unit="run", disable=not progress)
     bar.set_postfix(done=0, failed=0, remaining=len(todo))
-    for out in executor.imap(run_config, [c.resolved() for c in todo]):
-        run = out.get("run") or failed_run(out["config"], out["error"], out.get("traceback", ""))
-        store.save(run, replace=retry_failed)
-        if run.summary["status"] == "complete":
-            res.done.append(run.run_id)
-        else:
-            res.failed.append((run.run_id, run.summary.get("error")))
-        bar.update(1)
-        bar.set_postfix(done=len(res.done), failed=len(res.failed),
-                        remaining=len(todo) - len(res.done) - len(res.failed))
-    bar.close()
+    try:
+        for out in executor.imap(run_config, claimed()):
+            run = out.get("run") or failed_run(out["config"], out["error"], out.get("traceback", ""))
+            rid = run.run_id
+            store.save(run, replace=retry_failed or rid in damaged)
+            store.release(rid)
+            held.discard(rid)
+            if rid in damaged:
+                res.repaired.append(rid)
+            if run.summary["status"] == "complete":
+                res.done.append(rid)
+            else:
+                res.failed.append((rid, run.summary.get("error")))
+            bar.update(1)
+            bar.set_postfix(done=len(res.done), failed=len(res.failed),
+                            remaining=len(todo) - len(res.done) - len(res.failed) - len(res.busy))
+    finally:
+        for rid in held:                # interrupted: let another sweep take these runs
+            store.release(rid)
+        bar.close()
     return res

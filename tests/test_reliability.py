@@ -1,0 +1,223 @@
+"""The store, sweeps and commands under bad input, damage, faults and concurrency."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from critwin.bridge.cli import main
+from critwin.empirical import RunStore, TrainConfig
+from critwin.empirical.store import CLAIM_PREFIX, TMP_PREFIX
+from critwin.empirical.sweep import LocalExecutor, SweepSpec, run_sweep, summarize
+from critwin.errors import ConfigError
+
+TINY = {"d": 16, "steps": 20, "batch_size": 32, "eval_every": 10}
+TINY_ARGS = ["--d", "16", "--steps", "20", "--batch-size", "32", "--eval-every", "10", "--no-progress"]
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def _no_training(monkeypatch):
+    def boom(*a, **k):
+        raise AssertionError("training started before the store was checked")
+    import critwin.bridge.train_commands as tc
+    import critwin.empirical.sweep.runner as runner
+    monkeypatch.setattr(tc, "train", boom)
+    monkeypatch.setattr(runner, "run_config", boom)
+
+
+# 1. a store that cannot be written fails before any training ------------------------------
+def test_unwritable_store_fails_before_training(tmp_path, monkeypatch, capsys):
+    _no_training(monkeypatch)
+    afile = tmp_path / "file"
+    afile.write_text("not a folder")
+    assert main(["train", "anchor", *TINY_ARGS, "--store", str(afile)]) == 2
+    assert main(["sweep", "run", "--set", "steps=20", "--set", "d=16", "--store", str(afile)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("store=") == 2 and "a folder" in err and "Traceback" not in err
+    with pytest.raises(ConfigError, match="store"):
+        run_sweep(SweepSpec(dict(TINY)).expand(), RunStore(afile / "sub"), LocalExecutor(1), progress=False)
+
+
+# 2. a window without a decay value is refused everywhere -----------------------------------
+def test_window_without_a_value_is_refused(capsys):
+    assert main(["train", "anchor", *TINY_ARGS, "--wd-window", "5:10"]) == 2
+    assert "wd=None" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="wd"):
+        SweepSpec({**TINY, "wd_window_start": 0, "wd_width": 10}).expand()
+    with pytest.raises(ConfigError, match="wd_windows"):
+        TrainConfig(wd_windows=((0, 10),))
+    assert SweepSpec({**TINY, "wd": 0, "wd_window": "0:10"}).expand()[0].wd_windows == ()   # wd=0 on purpose
+
+
+# 3. damaged folders are repaired by re-running ---------------------------------------------
+@pytest.mark.parametrize("damage", ["delete_summary", "truncate_metrics"])
+def test_rerun_replaces_a_damaged_folder(tmp_path, damage):
+    store = RunStore(tmp_path)
+    cfgs = SweepSpec(dict(TINY)).expand()
+    run_sweep(cfgs, store, LocalExecutor(1), progress=False)
+    folder = store.path(cfgs[0].run_id())
+    if damage == "delete_summary":
+        (folder / "summary.json").unlink()
+    else:
+        data = (folder / "metrics.parquet").read_bytes()
+        (folder / "metrics.parquet").write_bytes(data[: len(data) // 2])
+    assert store.status(cfgs[0].run_id()) == "corrupt"
+    res = run_sweep(cfgs, store, LocalExecutor(1), progress=False)
+    assert res.repaired == [cfgs[0].run_id()] and res.done == [cfgs[0].run_id()]
+    assert "1 damaged folders replaced" in res.describe()
+    assert store.status(cfgs[0].run_id()) == "complete" and len(store.load(cfgs[0].run_id()).metrics) > 0
+    assert store.scan() == ([cfgs[0].run_id()], [])
+
+
+def test_train_command_replaces_a_damaged_folder(tmp_path, capsys):
+    args = ["train", "anchor", *TINY_ARGS, "--store", str(tmp_path), "--json"]
+    assert main(args) == 0
+    rid = json.loads(capsys.readouterr().out)["run_id"]
+    (tmp_path / rid / "metrics.parquet").write_bytes(b"garbage")
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["replaced_damaged"] and not out["cached"] and RunStore(tmp_path).status(rid) == "complete"
+
+
+# 4. the summary shows failures --------------------------------------------------------------
+def test_summary_reports_failed_groups_and_counts_only_averaged_values(tmp_path):
+    store = RunStore(tmp_path)
+    ok = SweepSpec(dict(TINY), {"seed": [0, 1]}).expand()
+    bad = SweepSpec({**TINY, "freeze": "layer7@5"}).expand()      # fails inside the worker: no layer7
+    run_sweep(ok + bad, store, LocalExecutor(1), progress=False)
+    table = summarize(tmp_path, ["freeze"], ["ood_acc"]).set_index("freeze")
+    assert table.loc["layer7@5", "failed"] == 1 and table.loc["layer7@5", "n"] == 0
+    assert pd.isna(table.loc["layer7@5", "ood_acc_mean"])
+    assert table.loc["none", "n"] == 2 and table.loc["none", "failed"] == 0 and table.loc["none", "runs"] == 2
+
+
+# 5. readers ignore a live writer's temporary folder ----------------------------------------
+def test_live_writers_temp_folder_is_not_damage(tmp_path):
+    store = RunStore(tmp_path)
+    live = tmp_path / f"{TMP_PREFIX}abc-p{os.getppid()}-1234"
+    dead = tmp_path / f"{TMP_PREFIX}def-p{_dead_pid()}-5678"
+    live.mkdir()
+    dead.mkdir()
+    _, problems = store.scan()
+    assert [p.path.name for p in problems] == [dead.name]
+    store.clean_stale()
+    assert live.exists() and not dead.exists()
+
+
+# 6. concurrency: claims split the work, workers die with their parent -----------------------
+def test_claims_are_exclusive_among_live_processes(tmp_path):
+    store = RunStore(tmp_path)
+    assert store.claim("r1") and store.claim("r1")        # ours: idempotent
+    store.release("r1")
+    assert not (tmp_path / f"{CLAIM_PREFIX}r1").exists()
+    import socket
+    (tmp_path / f"{CLAIM_PREFIX}r2").write_text(json.dumps({"host": socket.gethostname(), "pid": os.getppid()}))
+    assert not store.claim("r2") and store.claimed_by_others() == ["r2"]
+    (tmp_path / f"{CLAIM_PREFIX}r3").write_text(json.dumps({"host": socket.gethostname(), "pid": _dead_pid()}))
+    assert store.claim("r3")                                # a dead process's claim is taken over
+
+
+def test_two_concurrent_sweeps_split_the_runs(tmp_path):
+    sets = ["--set", "d=16", "--set", "steps=60", "--set", "batch_size=32", "--set", "eval_every=30",
+            "--set", "seed=" + ",".join(map(str, range(6)))]
+    cmd = [sys.executable, "-m", "critwin.bridge.cli", "sweep", "run", *sets, "--workers", "1",
+           "--store", str(tmp_path), "--no-progress", "--json"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for _ in range(2)]
+    outs = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
+    assert sum(o["done"] for o in outs) == 6                # every run trained exactly once in all
+    assert all(o["done"] + o["skipped"] + o["busy"] == 6 for o in outs)
+    assert len(RunStore(tmp_path).scan()[0]) == 6 and not list(tmp_path.glob(f"{CLAIM_PREFIX}*"))
+
+
+def test_pool_workers_exit_when_the_sweep_is_killed(tmp_path):
+    script = (
+        "import os, sys, time\n"
+        "from concurrent.futures import ProcessPoolExecutor\n"
+        "import multiprocessing as mp\n"
+        "from critwin.empirical.sweep.executors import _worker_init\n"
+        "if __name__ == '__main__':\n"
+        "    pool = ProcessPoolExecutor(1, mp_context=mp.get_context('spawn'), initializer=_worker_init,"
+        " initargs=(os.getpid(),))\n"
+        "    print(pool.submit(os.getpid).result(), flush=True)\n"
+        "    pool.submit(time.sleep, 600)\n"
+        "    time.sleep(600)\n")
+    f = tmp_path / "pool.py"
+    f.write_text(script)
+    proc = subprocess.Popen([sys.executable, str(f)], stdout=subprocess.PIPE, text=True)
+    worker = int(proc.stdout.readline())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        os.kill(worker, signal.SIGKILL)
+        pytest.fail("the pool worker outlived its killed parent")
+
+
+# 7-8. damaged folders and absent stores: one clear line --------------------------------------
+def test_damaged_folder_is_one_line_and_skip_corrupt_works(tmp_path, capsys):
+    store = RunStore(tmp_path)
+    cfgs = SweepSpec({**TINY, "wd": 0.5, "wd_width": 5}, {"wd_window_start": [0, 10]}).expand()
+    run_sweep(cfgs, store, LocalExecutor(1), progress=False)
+    (store.path(cfgs[0].run_id()) / "config.json").unlink()
+    assert main(["bridge", "compare", "--store", str(tmp_path), "--methods", "recipe", "--no-figure"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and cfgs[0].run_id() in err and "--skip-corrupt" in err
+    with pytest.warns(UserWarning, match="skipped"):
+        assert main(["runs", "summary", "--store", str(tmp_path), "--skip-corrupt"]) == 0
+
+
+@pytest.mark.parametrize("cmd", [["runs", "summary"], ["bridge", "compare"], ["bridge", "timescales"],
+                                 ["bridge", "fit"], ["report"], ["readings"], ["phase", "--no-train"]])
+def test_absent_store_is_named(tmp_path, capsys, cmd):
+    assert main([*cmd, "--store", str(tmp_path / "nowhere")]) == 2
+    assert "store=" in capsys.readouterr().err
+
+
+# 9. wrong-typed values name the field ---------------------------------------------------------
+@pytest.mark.parametrize("key,value", [("gamma", "big"), ("wd", "abc"), ("freeze", 5), ("betas", 0.9),
+                                       ("lr", "fast"), ("steps", 2.5), ("wd_window", 7)])
+def test_wrong_types_name_the_field(key, value):
+    with pytest.raises(ConfigError) as e:
+        SweepSpec({**TINY, "wd": 0.1} if key == "wd_window" else dict(TINY), {key: [value]}).expand()
+    assert e.value.field == key
+
+
+def test_set_with_wrong_types_is_one_line(tmp_path, capsys):
+    assert main(["sweep", "run", "--set", "gamma=big", "--store", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "gamma='big'" in err and "Traceback" not in err
+
+
+# 10-11. checks write outside the package; one torch thread per run ----------------------------
+def test_check_writes_outside_the_package_and_says_where(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "T1"]) == 0
+    out = capsys.readouterr().out
+    assert (tmp_path / "critwin-out" / "checks" / "T1_quick.json").exists()
+    assert str(tmp_path / "critwin-out" / "checks") in out
+
+
+def test_train_uses_one_thread_unless_asked(tmp_path):
+    import torch
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert main(["train", "anchor", *TINY_ARGS, "--store", str(tmp_path)]) == 0
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
