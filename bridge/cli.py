@@ -6,13 +6,11 @@ import json
 import shlex
 import sys
 
-import numpy as np
-
 from ..errors import ConfigError, CorruptRunError
-from . import bridge_commands, check_commands, demo, phase, readings, report, sweep_commands, theory_commands, train_commands
 
 
 def _jsonable(o):
+    import numpy as np
     if isinstance(o, dict):
         return {str(k): _jsonable(v) for k, v in o.items()}
     if isinstance(o, (list, tuple)):
@@ -27,44 +25,55 @@ def _jsonable(o):
     return o
 
 
-def build_parser() -> argparse.ArgumentParser:
+# group -> (help, description, module, register function(s) and their subcommand metavar).
+# A group's module is imported only when that group is used, so `critwin --help` and the
+# theory commands start without importing torch.
+GROUPS = {
+    "theory": ("rate equations and predicted windows (no training)",
+               "Derive, integrate and predict with the stylised model.", "theory_commands", "register", "COMMAND"),
+    "train": ("train Transformers with interventions",
+              "Train one run and store it (skipped if already stored).", "train_commands", "register", "TASK"),
+    "sweep": ("grids of runs on local processes or Dask", "Run, resume and bisect sweeps of training runs.",
+              "sweep_commands", "register_sweep", "COMMAND"),
+    "runs": ("inspect and aggregate the run store", None, "sweep_commands", "register_runs", "COMMAND"),
+    "bridge": ("theory against trained runs", "Compare predicted and observed windows.", "bridge_commands",
+               "register", "COMMAND"),
+    "demo": ("predict the window, then verify it on a few quick trained runs",
+             "The main job: theory's predicted window, quick runs before/inside/after it, a table and a figure.",
+             "demo", "register", None),
+    "report": ("Markdown report of the checks present in a store", None, "report", "register", None),
+    "check": ("run a paper check (claim id or all)",
+              "Paper value, measured value, tolerance and verdict for a headline claim.", "check_commands",
+              "register", None),
+    "readings": ("which reading of the paper's decay reproduces its tables",
+                 "Score decay readings (form, decayed set, scale, head bias) by their distance to the paper's"
+                 " numbers over task instances and seeds, with and without the onset-0 hypothesis.",
+                 "readings", "register", None),
+    "phase": ("final OOD over decay strength x window onset x gamma, with predicted windows",
+              "The (lambda, onset, gamma) map under one decay reading; resumable runs in the store.",
+              "phase", "register", None),
+}
+
+
+def build_parser(argv=None) -> argparse.ArgumentParser:
+    """The whole parser, or (given argv) only the group argv names, fully built."""
+    import importlib
     parser = argparse.ArgumentParser(
         prog="critwin", description="Predict and verify critical windows of training.")
     groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
-    theory = groups.add_parser("theory", help="rate equations and predicted windows (no training)",
-                               description="Derive, integrate and predict with the stylised model.")
-    theory_commands.register(theory.add_subparsers(dest="command", metavar="COMMAND", required=True))
-    training = groups.add_parser("train", help="train Transformers with interventions",
-                                 description="Train one run and store it (skipped if already stored).")
-    train_commands.register(training.add_subparsers(dest="command", metavar="TASK", required=True))
-    sweep = groups.add_parser("sweep", help="grids of runs on local processes or Dask",
-                              description="Run, resume and bisect sweeps of training runs.")
-    sweep_commands.register_sweep(sweep.add_subparsers(dest="command", metavar="COMMAND", required=True))
-    runs = groups.add_parser("runs", help="inspect and aggregate the run store")
-    sweep_commands.register_runs(runs.add_subparsers(dest="command", metavar="COMMAND", required=True))
-    bridge = groups.add_parser("bridge", help="theory against trained runs",
-                               description="Compare predicted and observed windows.")
-    bridge_commands.register(bridge.add_subparsers(dest="command", metavar="COMMAND", required=True))
-    demo.register(groups.add_parser(
-        "demo", help="predict the window, then verify it on a few quick trained runs",
-        description="The main job: theory's predicted window, quick runs before/inside/after it, a table and a figure."))
-    report.register(groups.add_parser("report", help="Markdown report of the checks present in a store"))
-    check_commands.register(groups.add_parser(
-        "check", help="run a paper check (claim id or all)",
-        description="Paper value, measured value, tolerance and verdict for a headline claim."))
-    readings.register(groups.add_parser(
-        "readings", help="which reading of the paper's decay reproduces its tables",
-        description="Score decay readings (form, decayed set, scale, head bias) by their distance to the"
-                    " paper's numbers over task instances and seeds, with and without the onset-0 hypothesis."))
-    phase.register(groups.add_parser(
-        "phase", help="final OOD over decay strength x window onset x gamma, with predicted windows",
-        description="The (lambda, onset, gamma) map under one decay reading; resumable runs in the store."))
+    wanted = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
+    for name, (help_, desc, module, fn, metavar) in GROUPS.items():
+        p = groups.add_parser(name, help=help_, description=desc or help_)
+        if wanted is not None and name != wanted:
+            continue
+        register = getattr(importlib.import_module(f"{__package__}.{module}"), fn)
+        register(p.add_subparsers(dest="command", metavar=metavar, required=True) if metavar else p)
     return parser
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     args.command_line = "critwin " + " ".join(shlex.quote(a) for a in argv)
     try:
         payload, text = args.handler(args)

@@ -10,6 +10,7 @@ import numpy as np
 from .. import theory as th
 from ..empirical import RunStore, load_summaries
 from ..empirical.sweep import LocalExecutor, config_from_flat, run_sweep
+from ..errors import ConfigError
 from . import figures
 from .compare import setting_for
 from .table import format_table
@@ -34,6 +35,11 @@ DEMO_WD = 4e-3 / 3e-3
 
 def demo(steps: int = 4000, width: int = 1000, wd: float = DEMO_WD, gamma: float = 0.8, seeds: int = 2,
          store="runs", out="critwin-out", workers: int | None = 2, quiet: bool = False) -> dict:
+    for name, v, lo in (("seeds", seeds, 1), ("steps", steps, 2), ("width", width, 1)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise ConfigError(name, v, f"a whole number >= {lo}")
+    if width >= steps:
+        raise ConfigError("width", width, f"a window narrower than the {steps}-step runs")
     t0 = time.perf_counter()
     base = {"steps": steps, "gamma": gamma, "lr": 3e-3, "eval_every": max(1, steps // 40)}
     cfg = config_from_flat(base)
@@ -42,6 +48,14 @@ def demo(steps: int = 4000, width: int = 1000, wd: float = DEMO_WD, gamma: float
     (rec,) = th.predict(s, gamma, "recipe")
     (red,) = th.predict(s.with_(targets="permutation"), gamma, "reduced", width=width, wd=wd, total=steps)
     t1, t2 = rec["t1_steps"], rec["t2_steps"]
+    notes = []
+    if t2 > steps - width:
+        notes.append(f"no 'after' control: the predicted window ends at {t2:,.0f} steps, beyond the last onset"
+                     f" ({steps - width:,} of {steps:,}); only before vs inside is tested here"
+                     " (a run past it would take --steps > t2 + width)")
+    if red["t2_steps"] <= red["t1_steps"]:
+        notes.append(f"the derived bilinear law has no window: its t2 = {red['t2_steps']:,.0f} is before"
+                     f" t1 = {red['t1_steps']:,.0f} (reasoning would finish before memorization)")
     onsets = sorted({0, int(np.ceil(min(max(t1, 0), steps - width))), (steps - width) // 2, steps - width})
     plans = [("no decay", None)] + [(f"[{o}, {o + width})", o) for o in onsets]
     flats = {(name, sd): ({**base, "seed": sd} if o is None else
@@ -73,13 +87,14 @@ def demo(steps: int = 4000, width: int = 1000, wd: float = DEMO_WD, gamma: float
     agrees = bool(gain_in > 2 * noise + 0.02 and not gain_out > gain_in - 2 * noise)
     fig = Path(out) / "demo.png"
     curve = {"onsets": [r["onset"] for r in rows[1:]], "mean": [r["ood_acc"] for r in rows[1:]],
-             "sd": [r["ood_sd"] for r in rows[1:]], "seeds": seeds, "threshold": base_ood}
+             "sd": [r["ood_sd"] for r in rows[1:]], "seeds": seeds, "threshold": base_ood,
+             "threshold_label": f"no decay ({base_ood:.3f})"}
     figures.plot_onset_comparison([{"curve": curve, "gamma": gamma, "width": width, "wd": wd, "steps": steps,
-                                    "recipe_t1": t1, "recipe_t2": t2}], fig, "OOD accuracy (dotted: no decay)")
+                                    "recipe_t1": t1, "recipe_t2": t2}], fig, "OOD accuracy")
     return {"predicted": {"recipe": rec, "reduced_law": {k: red[k] for k in ("t1_steps", "t2_steps",
                                                                              "onset_first", "onset_last")}},
             "rows": rows, "gain_inside": gain_in, "gain_outside": gain_out, "noise_sd": noise,
-            "prediction_confirmed": agrees, "figure": str(fig), "store": str(store),
+            "prediction_confirmed": agrees, "notes": notes, "figure": str(fig), "store": str(store),
             "wall_seconds": time.perf_counter() - t0}
 
 
@@ -94,6 +109,7 @@ def render(res: dict) -> str:
              "verdict: " + ("observed windows inside the predicted one help, the others less: prediction confirmed"
                             if res["prediction_confirmed"] else
                             "the observed outcomes do not single out the predicted window"),
+             *[f"note: {n}" for n in res.get("notes", [])],
              f"figure: {res['figure']}   runs: {res['store']}   ({res['wall_seconds']:.0f} s)"]
     return "\n".join(lines)
 

@@ -92,7 +92,8 @@ def plot_onset_comparison(rows: list[dict], path, metric: str = "OOD accuracy") 
         c = r["curve"]
         on, mu, sd = map(np.asarray, (c["onsets"], c["mean"], c["sd"]))
         ax.errorbar(on, mu, yerr=sd, fmt="o-", color="k", capsize=3, label=f"observed ({c['seeds']} seeds)")
-        ax.axhline(c["threshold"], color="0.5", ls=":", lw=1)
+        ax.axhline(c["threshold"], color="0.5", ls=":", lw=1,
+                   label=c.get("threshold_label", f"threshold {c['threshold']:g}"))
         for m, col in COLORS.items():
             if f"{m}_t1" in r and np.isfinite(r[f"{m}_t1"]):
                 lo, hi = r[f"{m}_t1"], min(r[f"{m}_t2"], r["steps"] - r["width"])

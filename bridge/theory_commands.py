@@ -183,11 +183,15 @@ def cmd_schedule(args):
                                              eval_every=max(1, sched.total // 200), progress=bar.update)
     traj = {k: np.asarray(v)[:, 0] for k, v in traj.items()}
     final = {k: float(v[-1]) for k, v in traj.items() if k in ("m", "r", "x", "rho", "reasoning_fraction")}
-    payload = {"setting": s.to_dict(), "engine": args.engine, "schedule": sched.to_dict(),
+    bad = [i for i in range(len(steps)) if not all(np.isfinite(traj[k][i]) for k in final)]
+    diverged = f"diverged: non-finite state from step {int(steps[bad[0]])} (try a smaller --eta)" if bad else None
+    payload = {"setting": s.to_dict(), "engine": args.engine, "schedule": sched.to_dict(), "diverged": diverged,
                "schedule_text": sched.describe(), "budget": sched.integral(), **final,
                "trajectory": {"step": steps, **traj}}
     text = [f"schedule: {sched.describe()} over {sched.total} steps (budget {sched.integral():g});"
             f" engine {args.engine}", format_table([{"gamma": s.gamma, **final}])]
+    if diverged:
+        text.append(diverged)
     attach_figure(args, "schedule.png", lambda path: figures.plot_schedule(
         steps, traj, sched.windows, path, f"gamma={s.gamma:g}, {sched.describe()}, engine={args.engine}"),
         payload, text)

@@ -221,3 +221,31 @@ def test_train_uses_one_thread_unless_asked(tmp_path):
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+# 9 (cont.). theory and demo inputs ------------------------------------------------------------
+@pytest.mark.parametrize("argv,field", [(["theory", "laws", "--horizon", "0"], "horizon"),
+                                        (["demo", "--seeds", "0"], "seeds"),
+                                        (["demo", "--steps", "100", "--width", "200"], "width"),
+                                        (["theory", "predict", "--gamma", "0.5", "-1"], "gamma")])
+def test_theory_and_demo_inputs_name_the_field(argv, field, capsys, tmp_path):
+    assert main([*argv, *(["--store", str(tmp_path)] if argv[0] == "demo" else [])]) == 2
+    err = capsys.readouterr().err
+    assert f"{field}=" in err and "array(" not in err and "Traceback" not in err
+
+
+def test_diverged_theory_schedule_says_so(capsys, tmp_path):
+    assert main(["theory", "schedule", "--engine", "gd", "--eta", "10", "--steps", "400",
+                 "--out", str(tmp_path), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["diverged"] and "diverged" in d["diverged"]
+
+
+# 12. help does not import torch ----------------------------------------------------------------
+def test_help_and_theory_commands_do_not_import_torch():
+    code = ("import sys\nfrom critwin.bridge.cli import main\n"
+            "for argv in (['--help'], ['theory', '--help']):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "print('torch' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert out.strip().splitlines()[-1] == "False"

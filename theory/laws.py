@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ConfigError
 from .flow import integrate_flow
 from .optimizers import run_discrete
 from .rates import compute_rates
@@ -21,12 +22,18 @@ def _fit(t, z):
     return coef[0], coef[1], 1 - np.sum((t - pred) ** 2) / ss if ss > 0 else 1.0
 
 
+def _check_horizon(horizon) -> None:
+    if isinstance(horizon, bool) or not float(horizon).is_integer() or horizon < 1:
+        raise ConfigError("horizon", horizon, "a positive whole number of steps to wait for the escape")
+
+
 def escape_times(s: StylisedSetting, gammas, horizon: int = 5000, seed: int = 0,
                  n_eval: int = 400, optimizer: str = "flow") -> np.ndarray:
     """Steps for the shared path alone (M held at 0, no decay) to explain half its capacity.
 
     optimizer: "flow" (gradient flow, exact) or a discrete one of `optimizers.OPTIMIZERS`.
     """
+    _check_horizon(horizon)
     g = np.atleast_1d(np.asarray(gammas, dtype=float))
     check_gamma(g)
     p = build_problem(s)

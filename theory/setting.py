@@ -94,7 +94,8 @@ def exponent_from_multiplier(gamma_mult, d_in):
 def check_gamma(gamma) -> None:
     g = np.asarray(gamma, dtype=float)
     if g.size == 0 or not np.all(np.isfinite(g)) or np.any(g <= 0):
-        raise ConfigError("gamma", gamma, "init scale(s) gamma > 0 (finite)")
+        shown = g.tolist() if g.ndim else float(g)
+        raise ConfigError("gamma", shown, "init scale(s) gamma > 0 (finite)")
 
 
 @dataclass(frozen=True)
