@@ -14,7 +14,8 @@ from ..errors import ConfigError
 from .config import TrainConfig
 from .environment import environment
 from .interventions import add_l2_grad, apply_decay, frozen_parameters
-from .metrics import condensation_index, evaluate_split, ov_qk_alignment, weight_norm
+from .metrics import (condensation_index, decay_mechanism, evaluate_split, group_norms, ov_qk_alignment,
+                      squared_grad_norm, weight_norm)
 from .models import Transformer
 from .store import Run
 from .tasks import make_task
@@ -36,8 +37,9 @@ def _device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def log_metrics(model, data, step: int, device, rows: list) -> dict:
-    """Evaluate every split and the weight metrics; append tidy rows; return a flat dict."""
+def log_metrics(model, data, step: int, device, rows: list, mechanism: dict | None = None) -> dict:
+    """Evaluate every split, the weight metrics and per-group norms, and (when given) the
+    decay's share of the update (split 'optim'); append tidy rows; return a flat dict."""
     model.eval()
     flat = {}
     for name, split in data.splits.items():
@@ -46,8 +48,11 @@ def log_metrics(model, data, step: int, device, rows: list) -> dict:
             flat[f"{name}_{metric}"] = value
     for metric, value in (("weight_norm", weight_norm(model.decayed_weights())),
                           ("condensation", condensation_index(model)),
-                          ("ov_qk_alignment", ov_qk_alignment(model))):
+                          ("ov_qk_alignment", ov_qk_alignment(model)), *group_norms(model).items()):
         rows.append((step, "model", metric, value))
+        flat[metric] = value
+    for metric, value in (mechanism or {}).items():
+        rows.append((step, "optim", metric, value))
         flat[metric] = value
     model.train()
     return flat
@@ -100,13 +105,16 @@ def train(cfg: TrainConfig, progress: bool = True) -> Run:
         frozen = frozen_parameters(freezes, comps, step)
         for p in frozen:
             p.grad = None   # the optimizer skips it: no update, no moment update
+        evaluate = (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps
+        ce_sq = squared_grad_norm(decayed) if evaluate else 0.0
         if l2:
             add_l2_grad(decayed, float(lam[step]), skip=frozen)
         opt.step()
         if not l2:
             apply_decay(decayed, cfg.lr, float(lam[step]), skip=frozen)
-        if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
-            last = log_metrics(model, data, step + 1, device, rows)
+        if evaluate:
+            mech = decay_mechanism(opt, decayed, cfg.lr, float(lam[step]), cfg.decay_form, ce_sq)
+            last = log_metrics(model, data, step + 1, device, rows, mech)
             bar.set_postfix(train_acc=f"{last['train_acc']:.3f}", ood_acc=f"{last['ood_acc']:.3f}",
                             refresh=False)
         bar.update(1)

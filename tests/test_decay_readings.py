@@ -184,3 +184,34 @@ def test_readings_command_on_a_store_of_known_outcomes(tmp_path, capsys):
     assert (tmp_path / "out" / "readings.png").stat().st_size > 1000
     assert main(["readings", "--store", str(tmp_path / "nowhere")]) == 2
     assert "store" in capsys.readouterr().err
+
+
+def test_decay_mechanism_against_a_hand_computed_adam_step():
+    """One Adam step on one scalar: v_hat = g^2, so the L2 shrink per unit lambda is lr / (|g| + eps)."""
+    from critwin.empirical.metrics import decay_mechanism
+    theta = torch.nn.Parameter(torch.tensor([2.0]))
+    opt = torch.optim.AdamW([theta], lr=0.01, betas=(0.9, 0.98), eps=1e-8, weight_decay=0.0)
+    g_ce, lam = 0.5, 0.1
+    theta.grad = torch.tensor([g_ce + lam * 2.0])          # CE gradient + L2 gradient lam * theta
+    opt.step()
+    th_now = 2.0 - 0.01 * 1.0                             # Adam's first step moves by lr * sign(g)
+    out = decay_mechanism(opt, [theta], 0.01, lam, "l2", g_ce ** 2)
+    g = g_ce + lam * 2.0
+    assert out["second_moment"] == pytest.approx(g)
+    assert out["adam_gain"] == pytest.approx(0.01 / (g + 1e-8))
+    assert out["effective_shrink"] == pytest.approx(lam * 0.01 / (g + 1e-8))
+    assert out["l2_over_ce"] == pytest.approx(lam * th_now / g_ce)
+    assert decay_mechanism(opt, [theta], 0.01, lam, "decoupled", g_ce ** 2)["effective_shrink"] == pytest.approx(1e-3)
+
+
+def test_mechanism_is_logged_per_evaluation():
+    w = ((0.0, 40.0, 0.5),)
+    run = train(TrainConfig(**TINY, wd_windows=w, decay_form="l2", decay_set="non_embedding"), progress=False)
+    m = run.metrics
+    optim = m[m.split == "optim"]
+    assert set(optim.metric) == {"l2_over_ce", "adam_gain", "second_moment", "effective_shrink"}
+    assert sorted(optim.step.unique()) == [20, 40]
+    assert {f"norm_{g}" for g in ("attn", "mlp", "norm", "head", "embedding")} <= set(m.metric)
+    eff = optim[optim.metric == "effective_shrink"].value.to_numpy()
+    gain = optim[optim.metric == "adam_gain"].value.to_numpy()
+    np.testing.assert_allclose(eff, 0.5 * gain)

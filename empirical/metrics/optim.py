@@ -1,0 +1,68 @@
+"""What weight decay does to the update: per-group norms and the decay-vs-loss balance.
+
+Logged at every evaluation so the mechanism of a decay reading can be read off a run: the
+penalty's gradient next to the cross-entropy gradient, the gradient scale Adam divides by
+(sqrt of its bias-corrected second moment), and the per-step relative shrink the decay
+actually causes (lr * lambda when decoupled; lambda * lr / (sqrt(v_hat) + eps) when an L2
+penalty goes through Adam).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+PARAM_GROUPS = ("attn", "mlp", "norm", "head", "embedding")
+
+
+def parameter_group(name: str) -> str:
+    """attn / mlp / norm (LayerNorm) / head (unembedding) / embedding, from a parameter name."""
+    if name.startswith(("tok.", "pos.")):
+        return "embedding"
+    if name.startswith("unembed"):
+        return "head"
+    if name.startswith("ln_f") or ".ln" in name:
+        return "norm"
+    return "attn" if ".attn." in name else "mlp"
+
+
+@torch.no_grad()
+def group_norms(model) -> dict:
+    """{'norm_<group>': L2 norm of that group's parameters}."""
+    sq = dict.fromkeys(PARAM_GROUPS, 0.0)
+    for name, p in model.named_parameters():
+        sq[parameter_group(name)] += float((p.double() ** 2).sum())
+    return {f"norm_{g}": math.sqrt(v) for g, v in sq.items()}
+
+
+@torch.no_grad()
+def squared_grad_norm(params) -> float:
+    return float(sum((p.grad.double() ** 2).sum() for p in params if p.grad is not None))
+
+
+@torch.no_grad()
+def decay_mechanism(opt, decayed, lr: float, lam: float, form: str, ce_grad_sq: float) -> dict:
+    """The decay's share of the update over the decayed parameters (see the module text).
+
+    ce_grad_sq: squared norm of the cross-entropy gradient on them at this step (before any
+    penalty was added). adam_gain = |lr theta / (sqrt(v_hat) + eps)| / |theta| is the shrink an
+    L2 penalty of strength 1 would cause through Adam; nan for SGD.
+    """
+    theta_sq = float(sum((p.double() ** 2).sum() for p in decayed))
+    out = {"l2_over_ce": lam * math.sqrt(theta_sq) / math.sqrt(ce_grad_sq) if ce_grad_sq > 0 else float("nan")}
+    num, v_sum, v_n = 0.0, 0.0, 0
+    adam = isinstance(opt, torch.optim.Adam | torch.optim.AdamW)
+    if adam:
+        eps, beta2 = opt.defaults["eps"], opt.defaults["betas"][1]
+        for p in decayed:
+            st = opt.state.get(p)
+            if not st or "exp_avg_sq" not in st:
+                continue
+            v_hat = st["exp_avg_sq"].double() / (1 - beta2 ** float(st["step"]))
+            num += float(((lr * p.double() / (v_hat.sqrt() + eps)) ** 2).sum())
+            v_sum, v_n = v_sum + float(v_hat.sum()), v_n + v_hat.numel()
+    gain = math.sqrt(num / theta_sq) if adam and v_n and theta_sq > 0 else float("nan")
+    out["adam_gain"] = gain
+    out["second_moment"] = math.sqrt(v_sum / v_n) if v_n else float("nan")
+    out["effective_shrink"] = lr * lam if form == "decoupled" or not adam else lam * gain
+    return out
