@@ -24,7 +24,7 @@ def test_run_shapes_and_metrics(tiny_run):
     m = tiny_run.metrics
     assert list(m.columns) == ["step", "split", "metric", "value"]
     assert sorted(m.step.unique()) == [0, 10, 20, 30]
-    assert {"train", "ood", "model"} == set(m.split)
+    assert {"train", "ood", "model", "optim"} == set(m.split)
     assert {"loss", "acc", "weight_norm", "condensation", "ov_qk_alignment"} <= set(m.metric)
     assert tiny_run.summary["status"] == "complete"
     assert {"train_acc", "ood_acc"} <= set(tiny_run.summary["final"])
