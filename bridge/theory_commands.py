@@ -118,13 +118,18 @@ def cmd_derive(args):
               f"  Saxe escape time rho: u0 -> uf (capacity c): t = {d['escape_time']}",
               "", "Reduced equations (explained fractions):"]
     lines += [f"  {v}" for v in d["reduced"].values()]
-    lines += ["", "Loss normalisation vs the paper's mu_m = sigma_e, mu_r = c_r gamma^2 sigma_e:"]
+    lines += ["", "Loss normalisation vs the paper's mu_m = sigma_e, mu_r = c_r gamma^2 sigma_e (a table built"
+              " from the two closed forms above):"]
     rows = [{"loss_norm": v["loss_norm"], "sigma_def": v["sigma_def"], "alpha": v["alpha"],
-             "mu_m": v["mu_m"], "mu_r": v["mu_r"], "paper_mu_m": v["matches_paper_mu_m"],
-             "paper_mu_r": v["matches_paper_mu_r"]} for v in d["normalisations"].values()]
+             "mu_m": v["mu_m"], "mu_r (curvature)": v["mu_r"], "mu_r_drive": v["mu_r_drive"],
+             "paper_mu_m": v["matches_paper_mu_m"], "paper_mu_r = curvature": v["matches_paper_mu_r"],
+             "paper_mu_r = drive": v["drive_matches_paper_mu_r"]} for v in d["normalisations"].values()]
     lines += [format_table(rows), "",
-              "mu_r / mu_m = |P| c_r gamma^2 under every normalisation: no loss reproduces both"
-              " of the paper's rates (its ratio c_r gamma^2 is |P| times too small).",
+              "Read as the W1-block curvature (W2 frozen), mu_r / mu_m = |P| c_r gamma^2 under every"
+              " normalisation, so no loss reproduces both of the paper's rates. Read as the drive a random"
+              " init gives the reasoning path (mu_r_drive = curvature / |P|: a random coupling is aligned"
+              " with the target couplings only to 1/|P|), the paper's pair mu_m = sigma_e,"
+              " mu_r = c_r gamma^2 sigma_e is exactly the `sum` loss with the `gram` sigma_e (and `pair` with `gram_mean`).",
               f"Checks on an explicit d=2, K=2 instance: {d['checks']}"]
     return d, "\n".join(lines)
 
@@ -144,12 +149,15 @@ def cmd_predict(args):
     payload = {"setting": s.to_dict(), "sigma_def_text": SIGMA_DEF_TEXT[s.sigma_def], "rows": rows}
     if len(rows) == 1:
         payload.update(rows[0])
-    cols = ["gamma", "method", "sigma_e", "c_r", "mu_m", "mu_r", "t1_steps", "t2_steps"]
+    cols = ["gamma", "method", "sigma_e", "c_r", "mu_m", "mu_r", "mu_r_drive", "t1_steps", "t2_steps", "window"]
     if args.method != "recipe":
         cols += ["onset_first", "onset_last", "baseline_fraction"]
     text = [format_table(rows, cols), "",
             f"sigma_e: {SIGMA_DEF_TEXT[s.sigma_def]}; eta = {s.eta:g}, delta = {s.delta:g}.",
-            f"assumes: {rows[0]['assumes']}."]
+            f"assumes: {rows[0]['assumes']}.",
+            "mu_r: W1-block curvature (W2 frozen); mu_r_drive: the reasoning path's initial drive from a random"
+            " init (= mu_r / |P|: a random coupling is aligned with the target couplings only to 1/|P|)."]
+    text += [f"gamma {r['gamma']:g}: no window ({r['reason']})" for r in rows if r.get("window") == "none"]
     if args.method != "recipe":
         text.append(f"onset window: onsets s whose decay window [s, s+{args.width:g}) at {args.wd:g}"
                     f" ends with reasoning fraction >= {args.threshold:g} (T = {args.steps}).")

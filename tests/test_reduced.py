@@ -5,7 +5,8 @@ from hypothesis import strategies as st
 
 import sympy as sp
 
-from critwin.theory import derive, Schedule, StylisedSetting, compute_rates, crossing_times, simulate_reduced
+from critwin.theory import (Schedule, StylisedSetting, build_problem, compute_rates, crossing_times, derive,
+                            init_params, simulate_reduced)
 from critwin.theory.windows import recipe_window, reduced_window
 
 SMALL = StylisedSetting(d=8, keys=4, anchors=4, train_pairs=10, embeddings="orthonormal")
@@ -67,3 +68,46 @@ def test_fifty_gammas_in_one_integration():
     g = np.geomspace(0.05, 3, 50)
     red = reduced_window(StylisedSetting(), g)
     assert red["t2_steps"].shape == (50,) and np.all(np.isfinite(red["t2_steps"]))
+
+
+def test_reduced_drive_matches_the_full_flow_averaged_over_inits():
+    """The reasoning path's early growth from a random init, mean over 100 inits of the full
+    flow (an independent computation), against the reduced model. The |P|-times larger
+    curvature mu_r as the drive was 15x too fast here."""
+    from critwin.theory import Schedule, integrate_flow
+    from critwin.theory.reduced import simulate_reduced
+    s = StylisedSetting(d=16, keys=6, anchors=5, train_pairs=15, eta=1e-2)
+    p = build_problem(s)
+    n, g = 100, 0.1
+    q = init_params(p, np.full(n, g), np.arange(n))
+    steps = np.array([0, 10, 20])
+    _, traj, _ = integrate_flow(p, q, [Schedule.none(20)] * n, s.eta, steps)
+    full = traj["rho"].mean(axis=1) - traj["rho"][0].mean()
+    r = compute_rates(s, [g], problem=p)
+    _, red = simulate_reduced(r.mu_m, r.mu_r_drive, r.rho0, r.capacity, Schedule.none(20), s.eta, steps)
+    np.testing.assert_allclose(red["rho"][1:, 0], full[1:], rtol=0.25)
+    assert r.mu_r_drive[0] == pytest.approx(r.mu_r[0] / len(p.pairs))
+
+
+def test_memorization_drive_is_the_initial_speed_of_the_full_flow():
+    """x'(0) from M = 0 (tiny init), by a forward difference of the full flow; mu_m, the
+    slowest key mode, is smaller whenever the keys are not orthonormal."""
+    from critwin.theory import Schedule, integrate_flow
+    s = StylisedSetting(d=16, keys=6, anchors=5, train_pairs=15, eta=1e-4, embeddings="unit", seed=2)
+    p = build_problem(s)
+    q = init_params(p, np.array([1e-4]), np.array([0]))
+    _, traj, _ = integrate_flow(p, q, [Schedule.none(2)], s.eta, np.array([0, 1]))
+    speed = (traj["x"][1, 0] - traj["x"][0, 0]) / s.eta
+    r = compute_rates(s, [1e-4], problem=p)
+    assert r.mu_m_drive == pytest.approx(speed, rel=0.01)
+    assert r.mu_m < r.mu_m_drive
+
+
+def test_inverted_or_unreached_windows_are_flagged():
+    from critwin.theory.windows import window_verdict
+    assert window_verdict(231.0, 156.0)["window"] == "none" and "inverted" in window_verdict(231.0, 156.0)["reason"]
+    assert window_verdict(231.0, float("inf"))["window"] == "none"
+    assert window_verdict(231.0, 23105.0) == {"window": "delta", "reason": ""}
+    from critwin.theory import predict
+    (row,) = predict(StylisedSetting(targets="permutation"), 0.8, "reduced", total=2000, width=500)
+    assert row["window"] == "none" and row["t2_steps"] < row["t1_steps"]

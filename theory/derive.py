@@ -1,7 +1,10 @@
 """Symbolic derivation (sympy) of the stylised model's flow, rates and gamma exponents.
 
-Nothing here is typed in: gradients come from `sympy.diff`, rates from second
-derivatives at init, exponents from series expansions in gamma.
+Gradients come from `sympy.diff`, rates from second derivatives at init and exponents
+from series expansions in gamma. Two things are stated, not derived, and say so: the
+reduced equations (their right-hand sides are written in mu_m, mu_r, rho0 and then checked
+against the chain rule on the scalar instance) and the normalisation table (built from the
+two closed forms, which `_small_instance_check` verifies on an explicit instance).
 """
 from __future__ import annotations
 
@@ -133,10 +136,14 @@ def _escape_time():
 
 
 def _normalisations():
-    """mu_m, mu_r for each loss prefactor alpha and each reading of sigma_e.
+    """mu_m, mu_r and mu_r_drive for each loss prefactor alpha and each reading of sigma_e.
 
-    Derived: mu_m = alpha lambda_min+(E E^T), mu_r = alpha |P| c_r gamma^2 lambda_min+(E E^T)
-    (the W1 block of the Hessian, E[sum_p c_p^2] = |P| c_r gamma^2).
+    A table built from the two closed forms (not a derivation of its own): mu_m = alpha
+    lambda_min+(E E^T) and the W1-block curvature mu_r = alpha |P| c_r gamma^2 lambda_min+(E E^T)
+    (E[sum_p c_p^2] = |P| c_r gamma^2; `_small_instance_check` verifies both Hessian blocks).
+    mu_r_drive = mu_r / |P| is the reasoning path's initial drive from a random init (a random
+    coupling vector is aligned with the target couplings only to cos^2 ~ 1/|P|), which is what
+    the paper's mu_r = c_r gamma^2 sigma_e corresponds to under `sum` with the `gram` sigma_e.
     """
     K, P, cr, g, sig = sp.symbols("K P c_r gamma sigma_e", positive=True)
     out = {}
@@ -144,11 +151,14 @@ def _normalisations():
         for name, alpha in (("sum", sp.Integer(1)), ("pair", 1 / K), ("mean", 1 / (P * K))):
             mu_m = sp.simplify(alpha * lam_min)
             mu_r = sp.simplify(alpha * P * cr * g**2 * lam_min)
+            drive = sp.simplify(mu_r / P)
             out[f"{name}/{sigma_def}"] = {
                 "loss_norm": name, "sigma_def": sigma_def, "alpha": str(alpha),
-                "mu_m": str(mu_m), "mu_r": str(mu_r), "ratio_mu_r_over_mu_m": str(sp.simplify(mu_r / mu_m)),
+                "mu_m": str(mu_m), "mu_r": str(mu_r), "mu_r_drive": str(drive),
+                "ratio_mu_r_over_mu_m": str(sp.simplify(mu_r / mu_m)),
                 "matches_paper_mu_m": bool(sp.simplify(mu_m - sig) == 0),
-                "matches_paper_mu_r": bool(sp.simplify(mu_r - cr * g**2 * sig) == 0)}
+                "matches_paper_mu_r": bool(sp.simplify(mu_r - cr * g**2 * sig) == 0),
+                "drive_matches_paper_mu_r": bool(sp.simplify(drive - cr * g**2 * sig) == 0)}
     return out
 
 

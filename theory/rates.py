@@ -63,6 +63,15 @@ def bilinear_gain(p: Problem) -> float:
     return float(p.alpha * np.sqrt(max(ev.max(), 0.0)))
 
 
+def memorization_drive(p: Problem) -> float:
+    """x'(0) of the memorization path from M = 0, x = <M E, Y> / |Y|^2 (the flow's explained
+    fraction): alpha sum_p tr(Y_p E^T E Y_p^T) / sum_p |Y_p|^2. Every key mode contributes at
+    its own rate; mu_m is only the slowest of them."""
+    EtE = p.keys.T @ p.keys
+    num = np.einsum("pdk,kl,pdl->", p.targets, EtE, p.targets)
+    return float(p.alpha * num / np.sum(p.targets ** 2))
+
+
 @dataclass(frozen=True)
 class Rates:
     """All rate constants of one setting; gamma-dependent fields are arrays."""
@@ -75,17 +84,20 @@ class Rates:
     alpha: float
     paper_mu_m: float           # recipe: mu_m = sigma_e
     paper_mu_r: np.ndarray      # recipe: c_r gamma^2 sigma_e
-    mu_m: float                 # derived: alpha * lambda_min+(E E^T)
-    mu_r: np.ndarray            # derived, expected over init: alpha |P| c_r gamma^2 lambda_min+
+    mu_m: float                 # derived: alpha * lambda_min+(E E^T), the slowest key mode
+    mu_r: np.ndarray            # derived W1-block curvature (W2 frozen): alpha |P| c_r gamma^2 lambda_min+
     gain: float                 # bilinear escape gain G (gamma-independent)
     capacity: float             # reasoning-explainable fraction of the targets
     rho0: np.ndarray            # initial explained fraction of the balanced reduced mode
+    mu_r_drive: np.ndarray      # target-aligned drive of a random init: alpha c_r gamma^2 lambda_min+ = mu_r / |P|
+    mu_m_drive: float           # initial memorization speed x'(0) = alpha tr(Y E^T E Y^T) / |Y|^2
 
     def row(self, k: int) -> dict:
         return {"gamma": float(self.gamma[k]), "sigma_e": self.sigma_e, "sigma_def": self.sigma_def,
                 "c_r": self.c_r, "alpha": self.alpha, "paper_mu_m": self.paper_mu_m,
                 "paper_mu_r": float(self.paper_mu_r[k]), "mu_m": self.mu_m,
-                "mu_r": float(self.mu_r[k]), "gain": self.gain, "capacity": self.capacity}
+                "mu_r": float(self.mu_r[k]), "mu_r_drive": float(self.mu_r_drive[k]),
+                "mu_m_drive": self.mu_m_drive, "gain": self.gain, "capacity": self.capacity}
 
 
 def compute_rates(s: StylisedSetting, gamma=None, problem: Problem | None = None) -> Rates:
@@ -97,8 +109,12 @@ def compute_rates(s: StylisedSetting, gamma=None, problem: Problem | None = None
     sig, cr = sigma_e(p.keys, s.sigma_def), c_r(p.anchors, p.pairs)
     n_pairs = len(p.pairs)
     mu_r = p.alpha * n_pairs * cr * gamma**2 * lam
+    # A random coupling vector is aligned with the target couplings only to cos^2 ~ 1/|P|, so
+    # the reasoning path's initial drive, averaged over inits, is the curvature over |P|.
+    drive = mu_r / n_pairs
     gain, cap = bilinear_gain(p), reasoning_capacity(p)
     return Rates(gamma=gamma, sigma_e=sig, sigma_def=s.sigma_def, c_r=cr, key_eig_min=lam,
                  alpha=p.alpha, paper_mu_m=sig, paper_mu_r=cr * gamma**2 * sig,
                  mu_m=p.alpha * lam, mu_r=mu_r, gain=gain, capacity=cap,
-                 rho0=np.minimum(mu_r * cap / max(gain, 1e-300), cap))
+                 rho0=np.minimum(drive * cap / max(gain, 1e-300), cap), mu_r_drive=drive,
+                 mu_m_drive=memorization_drive(p))

@@ -67,7 +67,7 @@ def recipe_from_embeddings(keys: np.ndarray, anchors: np.ndarray, pairs: np.ndar
 def reduced_window(s: StylisedSetting, gamma=None, law: str = "bilinear") -> dict:
     """delta-window of the derived reduced equations (each path integrated alone)."""
     r = compute_rates(s, _gammas(s, gamma))
-    t1, t2 = crossing_times(r.mu_m, r.mu_r, r.rho0, r.capacity, s.delta, law)
+    t1, t2 = crossing_times(r.mu_m, r.mu_r_drive, r.rho0, r.capacity, s.delta, law)
     return {"gamma": r.gamma, "mu_m": np.full_like(r.gamma, r.mu_m), "mu_r": r.mu_r,
             "t1_steps": t1 / s.eta, "t2_steps": t2 / s.eta, "rates": r}
 
@@ -101,7 +101,7 @@ def simulate(s: StylisedSetting, schedules, gamma=None, engine: str = "reduced",
     if engine == "reduced":
         check_law(law)
         r = compute_rates(s, gam)
-        return simulate_reduced(r.mu_m, r.mu_r, r.rho0, r.capacity, systems, s.eta, eval_steps, law)
+        return simulate_reduced(r.mu_m, r.mu_r_drive, r.rho0, r.capacity, systems, s.eta, eval_steps, law)
     p = build_problem(s)
     q = init_params(p, gam, np.full(len(gam), seed))
     steps, traj, _ = integrate_flow(p, q, systems, s.eta, eval_steps)
@@ -118,6 +118,19 @@ def onset_sweep(s: StylisedSetting, gamma=None, onsets=None, width: float = 5000
     _, traj = simulate(s, scheds, g, engine, law, seed, eval_steps=[total])
     frac = traj["reasoning_fraction"][-1].reshape(len(g), len(scheds))
     return {"gamma": g, "onsets": onsets, "baseline": frac[:, 0], "fraction": frac[:, 1:]}
+
+
+def window_verdict(t1: float, t2: float) -> dict:
+    """{'window': 'delta' or 'none', 'reason'}: a delta-window exists only when memorization
+    finishes (t1) before reasoning does (t2) and both are reached."""
+    if not np.isfinite(t1):
+        return {"window": "none", "reason": "memorization never reaches 1 - delta"}
+    if not np.isfinite(t2):
+        return {"window": "none", "reason": "the reasoning path never reaches (1 - delta) of its capacity"}
+    if t2 <= t1:
+        return {"window": "none", "reason": f"inverted: reasoning (t2 = {t2:,.0f}) finishes before"
+                                            f" memorization (t1 = {t1:,.0f})"}
+    return {"window": "delta", "reason": ""}
 
 
 def onset_window(onsets: np.ndarray, fraction: np.ndarray, threshold: float) -> tuple[float, float]:
@@ -146,7 +159,9 @@ def predict(s: StylisedSetting, gamma=None, method: str = "recipe", law: str = "
             rows.append({"gamma": float(g[k]), "method": method, "window_kind": "delta",
                          "sigma_e": r.sigma_e, "sigma_def": r.sigma_def, "c_r": r.c_r,
                          "mu_m": float(w["mu_m"][k]), "mu_r": float(w["mu_r"][k]),
+                         "mu_r_drive": float(r.mu_r_drive[k]), "mu_m_drive": r.mu_m_drive,
                          "t1_steps": float(w["t1_steps"][k]), "t2_steps": float(w["t2_steps"][k]),
+                         **window_verdict(float(w["t1_steps"][k]), float(w["t2_steps"][k])),
                          "delta": s.delta, "eta": s.eta,
                          "assumes": "paper formulas" if method == "recipe" else
                          f"gradient flow, {law} law, loss_norm={s.loss_norm}"})
@@ -157,14 +172,19 @@ def predict(s: StylisedSetting, gamma=None, method: str = "recipe", law: str = "
             lo, hi = onset_window(sweep["onsets"], sweep["fraction"][k], threshold)
             extra = {"onset_first": lo, "onset_last": hi, "baseline_fraction": float(sweep["baseline"][k]),
                      "onsets": sweep["onsets"].tolist(), "fractions": sweep["fraction"][k].tolist(),
-                     "threshold": threshold, "width": width, "wd": wd, "total_steps": total}
+                     "threshold": threshold, "width": width, "wd": wd, "total_steps": total,
+                     "onset_window": "onset" if np.isfinite(lo) else "none",
+                     "onset_reason": "" if np.isfinite(lo) else
+                     f"no onset ends with reasoning fraction >= {threshold:g}"}
             if method == "reduced":
                 rows[k].update(extra)
             else:
                 rows.append({"gamma": float(g[k]), "method": "full", "window_kind": "onset",
                              "sigma_e": r.sigma_e, "sigma_def": r.sigma_def, "c_r": r.c_r,
-                             "mu_m": r.mu_m, "mu_r": float(r.mu_r[k]),
+                             "mu_m": r.mu_m, "mu_r": float(r.mu_r[k]), "mu_r_drive": float(r.mu_r_drive[k]),
                              "t1_steps": lo, "t2_steps": hi, "delta": s.delta, "eta": s.eta,
+                             "window": "onset" if np.isfinite(lo) else "none",
+                             "reason": "" if np.isfinite(lo) else extra["onset_reason"],
                              "assumes": f"gradient flow of the full model, loss_norm={s.loss_norm}, seed={seed}",
                              **extra})
     return rows
