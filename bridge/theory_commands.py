@@ -12,11 +12,11 @@ from ..theory.reduced import LAWS
 from ..theory.rates import SIGMA_DEF_TEXT
 from ..schedules import PLACEMENTS, parse_window
 from ..theory.setting import EMBEDDINGS, LOSS_NORMS, SIGMA_DEFS, TARGETS
-from ..theory.windows import METHODS
+from ..theory.optimizers import DECAY_FORMS
+from ..theory.windows import ENGINES, METHODS
 from . import figures
 from .table import format_table
 
-ENGINES = ("reduced", "full", "gd", "momentum", "adamw")
 
 
 # ----------------------------------------------------------------- arguments
@@ -139,8 +139,8 @@ def cmd_predict(args):
     gammas = _gammas(args)
     s = _setting(args)
     kw = dict(method=args.method, law=args.law, width=args.width, wd=args.wd, total=args.steps,
-              threshold=args.threshold)
-    if args.method == "full":
+              threshold=args.threshold, decay_form=args.decay_form)
+    if args.method in ("full", "adamw"):
         rows = []
         for g in tqdm(gammas, desc="full-flow onset sweeps", unit="gamma", leave=False):
             rows += th.predict(s, [g], **kw)
@@ -188,7 +188,8 @@ def cmd_schedule(args):
         with tqdm(total=sched.total, desc=f"{args.engine} on the stylised model", unit="step",
                   leave=False) as bar:
             steps, traj, _ = th.run_discrete(p, q, sched, s.eta, args.engine,
-                                             eval_every=max(1, sched.total // 200), progress=bar.update)
+                                             eval_every=max(1, sched.total // 200), progress=bar.update,
+                                             decay_form=args.decay_form)
     traj = {k: np.asarray(v)[:, 0] for k, v in traj.items()}
     final = {k: float(v[-1]) for k, v in traj.items() if k in ("m", "r", "x", "rho", "reasoning_fraction")}
     bad = [i for i in range(len(steps)) if not all(np.isfinite(traj[k][i]) for k in final)]
@@ -278,7 +279,10 @@ def register(sub):
 
     p = sub.add_parser("predict", help="predicted window [t1, t2] in steps, one row per gamma")
     _setting_args(p)
-    p.add_argument("--method", choices=METHODS, default="recipe")
+    p.add_argument("--method", choices=METHODS, default="recipe",
+                   help="adamw: the onset window of discrete AdamW on the stylised model (slow; see --decay-form)")
+    p.add_argument("--decay-form", choices=DECAY_FORMS, default="decoupled",
+                   help="how lambda acts in the adamw method: decoupled shrink, or l2 penalty through Adam")
     p.add_argument("--law", choices=LAWS, default="bilinear", help="reduced law (derived: bilinear)")
     p.add_argument("--steps", type=int, default=20000, help="training length for onset sweeps")
     p.add_argument("--width", type=float, default=5000, help="decay window width for onset sweeps")
@@ -290,6 +294,8 @@ def register(sub):
     p = sub.add_parser("schedule", help="predicted final m, r, reasoning fraction for a schedule")
     _setting_args(p, many_gammas=False)
     _schedule_args(p)
+    p.add_argument("--decay-form", choices=DECAY_FORMS, default="decoupled",
+                   help="with gd / momentum / adamw: decoupled shrink or l2 penalty through the optimizer")
     p.add_argument("--engine", choices=ENGINES, default="reduced",
                    help="reduced equations, full gradient flow, or a discrete optimizer")
     p.add_argument("--law", choices=LAWS, default="bilinear")

@@ -50,3 +50,40 @@ def test_bad_optimizer_and_batch(small_problem, small):
         run_discrete(small_problem, q, Schedule.none(2), 0.1, "lion")
     with pytest.raises(ConfigError, match="batch_size"):
         run_discrete(small_problem, q, Schedule.none(2), 0.1, "gd", batch_size=10_000)
+
+
+def test_l2_through_adam_moves_each_entry_by_eta_when_the_penalty_dominates(small_problem, small):
+    """A huge L2 penalty swamps the loss gradient: Adam's first step is eta * sign(theta) per
+    entry (normalised), while the decoupled form shrinks by the factor 1 - eta * lambda."""
+    q = init_params(small_problem, small.gamma, [0])
+    eta, lam = 1e-3, 1e6
+    _, _, a = run_discrete(small_problem, q, Schedule.constant(lam, 1), eta, "adamw", eval_every=1, decay_form="l2")
+    np.testing.assert_allclose(q.W1 - a.W1, eta * np.sign(q.W1), rtol=1e-3)
+
+
+def test_l2_through_gd_is_the_decoupled_shrink_to_first_order(small_problem, small):
+    q = init_params(small_problem, small.gamma, [0])
+    s = Schedule.window(0, 40, 0.5, 40)
+    a = run_discrete(small_problem, q, s, small.eta, "gd", eval_every=40, decay_form="l2")[2]
+    b = run_discrete(small_problem, q, s, small.eta, "gd", eval_every=40)[2]
+    n = run_discrete(small_problem, q, Schedule.none(40), small.eta, "gd", eval_every=40)[2]
+    diff, effect = np.abs(a.W1 - b.W1).max(), np.abs(n.W1 - b.W1).max()
+    assert diff < 0.05 * effect
+
+
+def test_per_member_schedules_equal_separate_runs(small_problem, small):
+    q = init_params(small_problem, small.gamma, [0, 0])
+    scheds = [Schedule.window(0, 20, 2.0, 40), Schedule.window(20, 40, 2.0, 40)]
+    both = run_discrete(small_problem, q, scheds, small.eta, "adamw", eval_every=40, decay_form="l2")[1]
+    for k, sc in enumerate(scheds):
+        one = run_discrete(small_problem, init_params(small_problem, small.gamma, [0]), sc, small.eta, "adamw",
+                           eval_every=40, decay_form="l2")[1]
+        np.testing.assert_allclose(both["rho"][:, k], one["rho"][:, 0], rtol=1e-10)
+    with pytest.raises(ConfigError, match="decay_form"):
+        run_discrete(small_problem, q, scheds, small.eta, "adamw", decay_form="l1")
+
+
+def test_adamw_onset_window_prediction_runs(small):
+    from critwin.theory import predict
+    (row,) = predict(small, 0.8, "adamw", width=20, wd=2.0, total=60, onsets=[0, 20, 40], decay_form="l2")
+    assert row["method"] == "adamw" and len(row["fractions"]) == 3 and row["window"] in ("onset", "none")

@@ -1,8 +1,10 @@
 """Discrete optimizers on the full stylised model: GD, SGD with momentum, AdamW.
 
-Decay follows the Transformer protocol: after each optimizer step every trainable
-tensor is shrunk, theta <- theta - eta * lambda(step) * theta (decoupled). With GD this
-is the Euler step of the gradient flow in `flow.py`.
+Decay follows the Transformer protocol in either reading: `decoupled` shrinks every
+trainable tensor after the optimizer step, theta <- theta - eta * lambda(step) * theta
+(with GD the Euler step of the gradient flow in `flow.py`); `l2` adds the gradient
+lambda * theta of the penalty 1/2 lambda |theta|^2 to the loss gradient before the step,
+so Adam divides it by its gradient scale.
 """
 from __future__ import annotations
 
@@ -14,20 +16,29 @@ from .setting import Problem
 from .stylised import Params, loss_and_grads, order_parameters, reasoning_fraction
 
 OPTIMIZERS = ("gd", "momentum", "adamw")
+DECAY_FORMS = ("decoupled", "l2")
 
 
-def run_discrete(p: Problem, q: Params, schedule: Schedule, eta: float, optimizer: str = "gd",
+def run_discrete(p: Problem, q: Params, schedule, eta: float, optimizer: str = "gd",
                  eval_every: int = 100, momentum: float = 0.9, betas=(0.9, 0.98),
                  eps: float = 1e-8, batch_size: int | None = None, seed: int = 0,
-                 progress=None, train_memorization: bool = True):
-    """Train for schedule.total steps; returns (steps, traj, final params).
+                 progress=None, train_memorization: bool = True, decay_form: str = "decoupled"):
+    """Train for the schedule's total steps; returns (steps, traj, final params).
 
+    schedule: one Schedule for every batch member, or a list with one per member.
     batch_size samples that many (pair, key) examples per step (SGD); None = full batch.
     `progress`, if given, is called with the number of steps done since the last call.
     train_memorization=False leaves every M_ij untouched (no update, no decay).
     """
     if optimizer not in OPTIMIZERS:
         raise ConfigError("optimizer", optimizer, "one of " + ", ".join(OPTIMIZERS))
+    if decay_form not in DECAY_FORMS:
+        raise ConfigError("decay_form", decay_form, "one of " + ", ".join(DECAY_FORMS))
+    n_members = q.W1.shape[0]
+    schedules = [schedule] * n_members if isinstance(schedule, Schedule) else list(schedule)
+    if len(schedules) != n_members:
+        raise ConfigError("schedule", len(schedules), f"one schedule, or one per batch member ({n_members})")
+    total = max(sc.total for sc in schedules)
     n_ex = p.targets.shape[0] * p.targets.shape[2]
     if batch_size is not None and not (0 < batch_size <= n_ex):
         raise ConfigError("batch_size", batch_size, f"an integer in [1, {n_ex}] or None")
@@ -35,7 +46,7 @@ def run_discrete(p: Problem, q: Params, schedule: Schedule, eta: float, optimize
     rng = np.random.default_rng(seed)
     buf = [np.zeros_like(a) for a in q.arrays()]
     sq = [np.zeros_like(a) for a in q.arrays()]
-    lam = schedule.value(np.arange(schedule.total))
+    lam = np.stack([sc.value(np.arange(total)) for sc in schedules], axis=1)     # (steps, members)
     steps, records = [], {}
 
     def record(t):
@@ -46,7 +57,8 @@ def run_discrete(p: Problem, q: Params, schedule: Schedule, eta: float, optimize
             records.setdefault(k, []).append(v)
 
     record(0)
-    for t in range(schedule.total):
+    for t in range(total):
+        lam_t = lam[t]
         w = None
         if batch_size is not None:
             pick = rng.choice(n_ex, batch_size, replace=False)
@@ -57,6 +69,9 @@ def run_discrete(p: Problem, q: Params, schedule: Schedule, eta: float, optimize
         for name, a, ga, b, s2 in zip(("M", "W1", "W2"), q.arrays(), g.arrays(), buf, sq):
             if name == "M" and not train_memorization:
                 continue
+            lt = lam_t.reshape((-1,) + (1,) * (a.ndim - 1))
+            if decay_form == "l2" and lam_t.any():
+                ga = ga + lt * a
             if optimizer == "gd":
                 a -= eta * ga
             elif optimizer == "momentum":
@@ -71,9 +86,9 @@ def run_discrete(p: Problem, q: Params, schedule: Schedule, eta: float, optimize
                 mhat = b / (1 - betas[0] ** (t + 1))
                 vhat = s2 / (1 - betas[1] ** (t + 1))
                 a -= eta * mhat / (np.sqrt(vhat) + eps)
-            if lam[t] > 0:
-                a *= 1 - eta * lam[t]
-        if (t + 1) % eval_every == 0 or t + 1 == schedule.total:
+            if decay_form == "decoupled" and lam_t.any():
+                a *= 1 - eta * lt
+        if (t + 1) % eval_every == 0 or t + 1 == total:
             record(t + 1)
             if progress is not None:
                 progress(eval_every)

@@ -14,14 +14,15 @@ import numpy as np
 
 from ..errors import ConfigError
 from .flow import integrate_flow
+from .optimizers import run_discrete
 from .rates import c_r, compute_rates, sigma_e
 from .reduced import check_law, crossing_times, simulate_reduced
 from ..schedules import Schedule
 from .setting import StylisedSetting, build_problem, check_gamma
 from .stylised import init_params
 
-METHODS = ("recipe", "reduced", "full")
-ENGINES = ("reduced", "full")
+METHODS = ("recipe", "reduced", "full", "adamw")
+ENGINES = ("reduced", "full", "gd", "momentum", "adamw")   # the last three: discrete steps (optimizers.py)
 
 
 def check_method(method: str) -> None:
@@ -83,9 +84,12 @@ def default_onsets(width: float, total: int, n: int = 11) -> np.ndarray:
 
 
 def simulate(s: StylisedSetting, schedules, gamma=None, engine: str = "reduced",
-             law: str = "bilinear", seed: int = 0, eval_steps=None) -> tuple[np.ndarray, dict]:
+             law: str = "bilinear", seed: int = 0, eval_steps=None,
+             decay_form: str = "decoupled") -> tuple[np.ndarray, dict]:
     """Outcome of each schedule (one system per schedule x gamma) on one engine.
 
+    Engines: the reduced equations, the full gradient flow, or discrete GD / momentum /
+    AdamW on the full model, where decay_form (decoupled or l2) says how lambda acts.
     Returns (steps, traj) with traj[name] of shape (len(steps), n_gamma * n_schedules),
     gamma-major.
     """
@@ -102,20 +106,29 @@ def simulate(s: StylisedSetting, schedules, gamma=None, engine: str = "reduced",
         check_law(law)
         r = compute_rates(s, gam)
         return simulate_reduced(r.mu_m, r.mu_r_drive, r.rho0, r.capacity, systems, s.eta, eval_steps, law)
+    if decay_form != "decoupled" and engine in ("reduced", "full"):
+        raise ConfigError("decay_form", decay_form, "decoupled for the gradient-flow engines (l2 needs a"
+                                                    " discrete optimizer engine: gd, momentum, adamw)")
     p = build_problem(s)
     q = init_params(p, gam, np.full(len(gam), seed))
-    steps, traj, _ = integrate_flow(p, q, systems, s.eta, eval_steps)
-    return steps, traj
+    if engine == "full":
+        steps, traj, _ = integrate_flow(p, q, systems, s.eta, eval_steps)
+        return steps, traj
+    want = np.unique(np.clip(np.asarray(eval_steps, dtype=float), 0, total))
+    every = int(np.gcd.reduce(np.append(want[want > 0].astype(int), total)))
+    steps, traj, _ = run_discrete(p, q, systems, s.eta, engine, eval_every=max(1, every), decay_form=decay_form)
+    keep = np.isin(steps, want)
+    return steps[keep], {k: np.asarray(v)[keep] for k, v in traj.items()}
 
 
 def onset_sweep(s: StylisedSetting, gamma=None, onsets=None, width: float = 5000,
                 wd: float = 4e-3, total: int = 20000, engine: str = "reduced",
-                law: str = "bilinear", seed: int = 0) -> dict:
+                law: str = "bilinear", seed: int = 0, decay_form: str = "decoupled") -> dict:
     """Final reasoning fraction for each onset (rows: gamma), plus the no-decay baseline."""
     g = _gammas(s, gamma)
     onsets = default_onsets(width, total) if onsets is None else np.asarray(onsets, dtype=float)
     scheds = [Schedule.none(total)] + window_schedules(onsets, width, wd, total)
-    _, traj = simulate(s, scheds, g, engine, law, seed, eval_steps=[total])
+    _, traj = simulate(s, scheds, g, engine, law, seed, eval_steps=[total], decay_form=decay_form)
     frac = traj["reasoning_fraction"][-1].reshape(len(g), len(scheds))
     return {"gamma": g, "onsets": onsets, "baseline": frac[:, 0], "fraction": frac[:, 1:]}
 
@@ -141,11 +154,13 @@ def onset_window(onsets: np.ndarray, fraction: np.ndarray, threshold: float) -> 
 
 def predict(s: StylisedSetting, gamma=None, method: str = "recipe", law: str = "bilinear",
             width: float = 5000, wd: float = 4e-3, total: int = 20000, onsets=None,
-            threshold: float = 0.5, seed: int = 0) -> list[dict]:
+            threshold: float = 0.5, seed: int = 0, decay_form: str = "decoupled") -> list[dict]:
     """One row per gamma: the method's rates and its window in steps.
 
     recipe and reduced give the delta-window (t1, t2); full gives the onset window of the
-    full flow. reduced also reports its own onset window, so both kinds can be compared.
+    full flow and adamw that of discrete AdamW on the full model, with the decay acting as
+    `decay_form` says (l2: the penalty through Adam). reduced also reports its own onset
+    window, so both kinds can be compared.
     """
     check_method(method)
     if not (0 <= threshold <= 1):
@@ -165,8 +180,8 @@ def predict(s: StylisedSetting, gamma=None, method: str = "recipe", law: str = "
                          "delta": s.delta, "eta": s.eta,
                          "assumes": "paper formulas" if method == "recipe" else
                          f"gradient flow, {law} law, loss_norm={s.loss_norm}"})
-    if method in ("reduced", "full"):
-        sweep = onset_sweep(s, g, onsets, width, wd, total, method, law, seed)
+    if method in ("reduced", "full", "adamw"):
+        sweep = onset_sweep(s, g, onsets, width, wd, total, method, law, seed, decay_form)
         r = compute_rates(s, g)
         for k in range(len(g)):
             lo, hi = onset_window(sweep["onsets"], sweep["fraction"][k], threshold)
@@ -179,13 +194,15 @@ def predict(s: StylisedSetting, gamma=None, method: str = "recipe", law: str = "
             if method == "reduced":
                 rows[k].update(extra)
             else:
-                rows.append({"gamma": float(g[k]), "method": "full", "window_kind": "onset",
+                rows.append({"gamma": float(g[k]), "method": method, "window_kind": "onset",
                              "sigma_e": r.sigma_e, "sigma_def": r.sigma_def, "c_r": r.c_r,
                              "mu_m": r.mu_m, "mu_r": float(r.mu_r[k]), "mu_r_drive": float(r.mu_r_drive[k]),
                              "t1_steps": lo, "t2_steps": hi, "delta": s.delta, "eta": s.eta,
                              "window": "onset" if np.isfinite(lo) else "none",
                              "reason": "" if np.isfinite(lo) else extra["onset_reason"],
-                             "assumes": f"gradient flow of the full model, loss_norm={s.loss_norm}, seed={seed}",
+                             "assumes": (f"gradient flow of the full model, loss_norm={s.loss_norm}, seed={seed}"
+                                         if method == "full" else f"AdamW steps on the full model, decay {decay_form},"
+                                         f" loss_norm={s.loss_norm}, seed={seed}"),
                              **extra})
     return rows
 
