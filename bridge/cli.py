@@ -49,6 +49,7 @@ GROUPS = {
                  "Score decay readings (form, decayed set, scale, head bias) by their distance to the paper's"
                  " numbers over task instances and seeds, with and without the onset-0 hypothesis.",
                  "readings", "register", None),
+    "alchemy": ("the Alchemy symbolic chemistry: export and show", None, "alchemy_commands", "register", "COMMAND"),
     "phase": ("final OOD over decay strength x window onset x gamma, with predicted windows",
               "The (lambda, onset, gamma) map under one decay reading; resumable runs in the store.",
               "phase", "register", None),
