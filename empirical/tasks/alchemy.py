@@ -1,0 +1,203 @@
+"""Alchemy latent-structure tasks (Staged Dynamics paper), one episode per chemistry.
+
+Three variants, each from complete-graph chemistries (`alchemy_chemistry.py`):
+- withheld: one potion pair is withheld (chosen per chemistry); the support is the 16
+  transitions of the other two pairs, shuffled; the queries are the 8 of the withheld pair.
+- composition: the support is all 24 one-hop transitions; the queries are h-hop
+  self-avoiding potion sequences, 6 per start stone (48), balanced over end states.
+- decomposition: the support is every self-avoiding h-hop path from every stone
+  (48 / 96 / 144 / 240 for h = 2..5); the queries are the 24 one-hop transitions.
+
+An example is the support followed by one query: each stone is 4 tokens (colour, size,
+roundness, reward), an item is stone, potion token(s), <io>, stone, items are joined by
+<item_sep>, and the query's stone and potions come last, closed by <io>. The target is the
+output stone as one of 108 = 3 * 3 * 3 * 4 classes. Every query carries what the events
+need: the chemistry's 8 stones (event A), the face the query potion moves stones onto
+(withheld and decomposition) or the stones reachable from the start in h hops
+(composition) (event B), and the answer (event C).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import ConfigError
+from .alchemy_chemistry import FEATURE_VALUES, PAIRS, POTIONS, REWARDS, Chemistry, corner, split_chemistries
+from .base import Split, TaskData
+
+VARIANTS = ("withheld", "composition", "decomposition")
+HOPS = (2, 3, 4, 5)
+SPECIALS = ("<pad>", "<sos>", "<eos>", "<io>", "<item_sep>", "<unk>")
+# The paper's 25-token vocabulary, in its (alphabetical) id order, then the special tokens.
+VOCAB = tuple(sorted({str(r) for r in REWARDS} | set(POTIONS) | {v for vals in FEATURE_VALUES for v in vals})) + SPECIALS
+TOKEN = {t: i for i, t in enumerate(VOCAB)}
+N_CLASSES = 3 * 3 * 3 * 4
+
+
+def stone_class(chem: Chemistry, latent) -> int:
+    """Output class of a stone as perceived in this chemistry: ((colour * 3 + size) * 3 + roundness) * 4 + reward."""
+    c, s, r = (v + 1 for v in chem.perceived(latent))
+    return ((c * 3 + s) * 3 + r) * 4 + REWARDS.index(int(sum(latent)))
+
+
+def stone_tokens(chem: Chemistry, latent) -> list[int]:
+    p = chem.perceived(latent)
+    return [TOKEN[FEATURE_VALUES[k][v + 1]] for k, v in enumerate(p)] + [TOKEN[str(int(sum(latent)))]]
+
+
+def self_avoiding_paths(chem: Chemistry, start, hops: int) -> list[tuple[tuple[str, ...], tuple]]:
+    """Every potion sequence of `hops` moves from `start` that changes the stone at every step
+    and never revisits a stone: (potions, end stone)."""
+    out = []
+
+    def walk(stone, potions, visited):
+        if len(potions) == hops:
+            out.append((tuple(potions), stone))
+            return
+        for p in POTIONS:
+            nxt = chem.apply(stone, p)
+            if nxt != stone and nxt not in visited:
+                walk(nxt, potions + [p], visited | {nxt})
+    walk(tuple(start), [], {tuple(start)})
+    return out
+
+
+@dataclass(frozen=True)
+class Query:
+    start: tuple
+    potions: tuple
+    end: tuple
+    face: tuple = ()          # latent stones on the face the potion moves onto (one-hop queries)
+    reachable: tuple = ()     # latent stones reachable from start in len(potions) hops (composition)
+
+
+@dataclass(frozen=True)
+class Episode:
+    chemistry: Chemistry
+    support: tuple            # ((start, potions, end), ...)
+    queries: tuple            # (Query, ...)
+    withheld: tuple = ()      # the withheld pair (withheld variant)
+
+
+def _face(chem: Chemistry, potion: str) -> tuple:
+    axis, direction = chem.latent_potion(potion)
+    return tuple(corner(i) for i in range(8) if corner(i)[axis] == direction)
+
+
+def make_episode(chem: Chemistry, variant: str, hops: int | None, rng: np.random.Generator) -> Episode:
+    if variant == "withheld":
+        pair = PAIRS[int(rng.integers(3))]
+        tr = chem.transitions()
+        support = [(s, (p,), e) for s, p, e in tr if p not in pair]
+        order = rng.permutation(len(support))
+        queries = [Query(s, (p,), e, face=_face(chem, p)) for s, p, e in tr if p in pair]
+        return Episode(chem, tuple(support[i] for i in order), tuple(queries), pair)
+    if variant == "composition":
+        support = [(s, (p,), e) for s, p, e in chem.transitions()]
+        queries = []
+        for i in range(8):
+            paths = self_avoiding_paths(chem, corner(i), hops)
+            reachable = tuple(sorted({e for _, e in paths}))
+            by_end = {e: [p for p, x in paths if x == e] for e in reachable}
+            ends = [reachable[k] for k in rng.permutation(len(reachable))]
+            picked, k = [], 0
+            while len(picked) < 6:            # round-robin over end states: balanced
+                e = ends[k % len(ends)]
+                left = [p for p in by_end[e] if (p, e) not in picked]
+                if left:
+                    picked.append((left[int(rng.integers(len(left)))], e))
+                k += 1
+            queries += [Query(corner(i), p, e, reachable=reachable) for p, e in picked]
+        order = rng.permutation(len(support))
+        return Episode(chem, tuple(support[j] for j in order), tuple(queries))
+    support = [(corner(i), p, e) for i in range(8) for p, e in self_avoiding_paths(chem, corner(i), hops)]
+    order = rng.permutation(len(support))
+    queries = [Query(s, (p,), e, face=_face(chem, p)) for s, p, e in chem.transitions()]
+    return Episode(chem, tuple(support[j] for j in order), tuple(queries))
+
+
+def encode_support(ep: Episode) -> list[int]:
+    """Token ids of the support items, each closed by <item_sep>."""
+    stone = {corner(i): stone_tokens(ep.chemistry, corner(i)) for i in range(8)}
+    toks: list[int] = []
+    for s, potions, e in ep.support:
+        toks += stone[tuple(s)] + [TOKEN[p] for p in potions] + [TOKEN["<io>"]] + stone[tuple(e)] + [TOKEN["<item_sep>"]]
+    return toks
+
+
+def encode(ep: Episode, q: Query, support: list[int] | None = None) -> list[int]:
+    """Token ids of the support followed by one query (closed by <io>)."""
+    support = encode_support(ep) if support is None else support
+    return support + stone_tokens(ep.chemistry, q.start) + [TOKEN[p] for p in q.potions] + [TOKEN["<io>"]]
+
+
+@dataclass(frozen=True)
+class AlchemyTask:
+    """One Alchemy variant; `hops` for composition and decomposition (2..5), none for withheld.
+
+    Training and held-out chemistries are the seeded 1,371 / 165 split of the complete ones;
+    `max_chemistries` caps each split (a CPU-scale option; None = all)."""
+
+    variant: str = "withheld"
+    hops: int | None = None
+    seed: int = 0
+    max_chemistries: int | None = None
+
+    def __post_init__(self):
+        if self.variant not in VARIANTS:
+            raise ConfigError("task", self.variant, "one of " + ", ".join(VARIANTS))
+        if self.variant == "withheld" and self.hops is not None:
+            raise ConfigError("hops", self.hops, "no hops for the withheld task (its queries are one-hop)")
+        if self.variant != "withheld" and self.hops not in HOPS:
+            raise ConfigError("hops", self.hops, f"one of {', '.join(map(str, HOPS))} for {self.variant}")
+        if self.max_chemistries is not None and (isinstance(self.max_chemistries, bool) or self.max_chemistries < 1):
+            raise ConfigError("max_chemistries", self.max_chemistries, "a positive number, or None for all")
+
+    @property
+    def name(self) -> str:
+        return f"alchemy_{self.variant}" + (f"_h{self.hops}" if self.hops else "")
+
+    def episodes(self) -> dict:
+        """{'train': [Episode], 'test': [Episode]}, deterministic under the seed."""
+        train, test = split_chemistries(self.seed)
+        out = {}
+        for k, (name, chems) in enumerate((("train", train), ("test", test))):
+            rng = np.random.default_rng(np.random.SeedSequence([self.seed, 3, k]))
+            if self.max_chemistries and self.max_chemistries < len(chems):
+                keep = np.sort(rng.permutation(len(chems))[: self.max_chemistries])
+                chems = [chems[i] for i in keep]
+            out[name] = [make_episode(c, self.variant, self.hops, rng) for c in chems]
+        return out
+
+    def _split(self, eps: list[Episode]) -> Split:
+        seqs, targets, stones, b_sets, chem_ids = [], [], [], [], []
+        for ep in eps:
+            eight = [stone_class(ep.chemistry, corner(i)) for i in range(8)]
+            support = encode_support(ep)
+            for q in ep.queries:
+                seqs.append(encode(ep, q, support))
+                targets.append(stone_class(ep.chemistry, q.end))
+                stones.append(eight)
+                b = q.reachable if self.variant == "composition" else q.face
+                b_sets.append(sorted(stone_class(ep.chemistry, s) for s in b))
+                chem_ids.append(ep.chemistry.id)
+        width = max(len(s) for s in seqs)
+        inputs = np.full((len(seqs), width), TOKEN["<pad>"], dtype=np.int64)
+        lengths = np.array([len(s) for s in seqs], dtype=np.int64)
+        for i, s in enumerate(seqs):
+            inputs[i, : len(s)] = s
+        b_width = max(len(b) for b in b_sets)
+        b_arr = np.full((len(b_sets), b_width), -1, dtype=np.int64)
+        for i, b in enumerate(b_sets):
+            b_arr[i, : len(b)] = b
+        return Split(inputs, np.array(targets, dtype=np.int64),
+                     {"lengths": lengths, "chemistry_stones": np.array(stones, dtype=np.int64),
+                      "event_b": b_arr, "chemistry": np.array(chem_ids, dtype=np.int64)})
+
+    def generate(self) -> TaskData:
+        eps = self.episodes()
+        splits = {name: self._split(e) for name, e in eps.items()}
+        return TaskData(self.name, len(VOCAB), max(s.inputs.shape[1] for s in splits.values()), splits,
+                        {"chance": 1.0 / N_CLASSES, "n_classes": N_CLASSES, "variant": self.variant,
+                         "hops": self.hops, "chemistries": {k: [ep.chemistry.id for ep in v] for k, v in eps.items()}})
