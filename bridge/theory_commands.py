@@ -139,7 +139,7 @@ def cmd_predict(args):
     gammas = _gammas(args)
     s = _setting(args)
     kw = dict(method=args.method, law=args.law, width=args.width, wd=args.wd, total=args.steps,
-              threshold=args.threshold, decay_form=args.decay_form)
+              threshold=args.threshold, decay_form=args.decay_form, init_seeds=args.init_seeds)
     if args.method in ("full", "adamw"):
         rows = []
         for g in tqdm(gammas, desc="full-flow onset sweeps", unit="gamma", leave=False):
@@ -283,6 +283,9 @@ def register(sub):
                    help="adamw: the onset window of discrete AdamW on the stylised model (slow; see --decay-form)")
     p.add_argument("--decay-form", choices=DECAY_FORMS, default="decoupled",
                    help="how lambda acts in the adamw method: decoupled shrink, or l2 penalty through Adam")
+    p.add_argument("--init-seeds", type=int, default=1,
+                   help="full / adamw: run from this many inits and report the median and 10-90%% range per onset"
+                        " (the outcome depends on the init; each init costs one more sweep)")
     p.add_argument("--law", choices=LAWS, default="bilinear", help="reduced law (derived: bilinear)")
     p.add_argument("--steps", type=int, default=20000, help="training length for onset sweeps")
     p.add_argument("--width", type=float, default=5000, help="decay window width for onset sweeps")

@@ -65,3 +65,19 @@ def test_bad_method_and_gamma(small):
         compute_rates(small, [0.5, -0.1])
     with pytest.raises(ConfigError, match="sigma_def"):
         predict(small.with_(sigma_def="literal"), 0.8, "recipe")
+
+
+def test_full_prediction_reports_the_spread_over_inits():
+    from critwin.theory import StylisedSetting, predict
+    s = StylisedSetting(d=8, keys=4, anchors=4, train_pairs=10, gamma=0.5, eta=1e-2, embeddings="unit", seed=3)
+    (one,) = predict(s, 0.5, "full", width=100, wd=2.0, total=400, onsets=[0, 100, 300], seed=0)
+    (many,) = predict(s, 0.5, "full", width=100, wd=2.0, total=400, onsets=[0, 100, 300], seed=0, init_seeds=5)
+    singles = [predict(s, 0.5, "full", width=100, wd=2.0, total=400, onsets=[0, 100, 300], seed=i)[0]["fractions"]
+               for i in range(5)]
+    np.testing.assert_allclose(many["fractions"], np.median(singles, axis=0))
+    np.testing.assert_allclose(many["fractions_q10"], np.quantile(singles, 0.1, axis=0))
+    assert one["fractions"] == singles[0] and 0.0 <= many["share_of_inits_with_window"] <= 1.0
+    import pytest
+    from critwin.errors import ConfigError
+    with pytest.raises(ConfigError, match="init_seeds"):
+        predict(s, 0.5, "full", init_seeds=0)

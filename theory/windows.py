@@ -154,13 +154,17 @@ def onset_window(onsets: np.ndarray, fraction: np.ndarray, threshold: float) -> 
 
 def predict(s: StylisedSetting, gamma=None, method: str = "recipe", law: str = "bilinear",
             width: float = 5000, wd: float = 4e-3, total: int = 20000, onsets=None,
-            threshold: float = 0.5, seed: int = 0, decay_form: str = "decoupled") -> list[dict]:
+            threshold: float = 0.5, seed: int = 0, decay_form: str = "decoupled",
+            init_seeds: int = 1) -> list[dict]:
     """One row per gamma: the method's rates and its window in steps.
 
     recipe and reduced give the delta-window (t1, t2); full gives the onset window of the
     full flow and adamw that of discrete AdamW on the full model, with the decay acting as
     `decay_form` says (l2: the penalty through Adam). reduced also reports its own onset
-    window, so both kinds can be compared.
+    window, so both kinds can be compared. For full and adamw the outcome depends on the
+    init (one Gaussian projection drives the escape): with init_seeds = n the sweep runs from
+    n inits (seed, seed + 1, ...) and the row gives the median fraction per onset with its
+    10-90% range, the window of the median, and the share of inits that have a window.
     """
     check_method(method)
     if not (0 <= threshold <= 1):
@@ -180,13 +184,24 @@ def predict(s: StylisedSetting, gamma=None, method: str = "recipe", law: str = "
                          "delta": s.delta, "eta": s.eta,
                          "assumes": "paper formulas" if method == "recipe" else
                          f"gradient flow, {law} law, loss_norm={s.loss_norm}"})
+    if isinstance(init_seeds, bool) or not isinstance(init_seeds, (int, np.integer)) or init_seeds < 1:
+        raise ConfigError("init_seeds", init_seeds, "a number of init seeds >= 1")
     if method in ("reduced", "full", "adamw"):
-        sweep = onset_sweep(s, g, onsets, width, wd, total, method, law, seed, decay_form)
+        n_init = 1 if method == "reduced" else int(init_seeds)
+        sweeps = [onset_sweep(s, g, onsets, width, wd, total, method, law, seed + i, decay_form) for i in range(n_init)]
+        sweep = sweeps[0]
+        fr = np.stack([sw["fraction"] for sw in sweeps])           # (inits, gammas, onsets)
         r = compute_rates(s, g)
         for k in range(len(g)):
-            lo, hi = onset_window(sweep["onsets"], sweep["fraction"][k], threshold)
+            med = np.median(fr[:, k], axis=0)
+            lo, hi = onset_window(sweep["onsets"], med, threshold)
+            spread = {} if n_init == 1 else {
+                "init_seeds": n_init, "fractions_q10": np.quantile(fr[:, k], 0.1, axis=0).tolist(),
+                "fractions_q90": np.quantile(fr[:, k], 0.9, axis=0).tolist(),
+                "share_of_inits_with_window": float(np.mean([np.isfinite(onset_window(sweep["onsets"], f, threshold)[0])
+                                                             for f in fr[:, k]]))}
             extra = {"onset_first": lo, "onset_last": hi, "baseline_fraction": float(sweep["baseline"][k]),
-                     "onsets": sweep["onsets"].tolist(), "fractions": sweep["fraction"][k].tolist(),
+                     "onsets": sweep["onsets"].tolist(), "fractions": med.tolist(), **spread,
                      "threshold": threshold, "width": width, "wd": wd, "total_steps": total,
                      "onset_window": "onset" if np.isfinite(lo) else "none",
                      "onset_reason": "" if np.isfinite(lo) else
@@ -200,9 +215,10 @@ def predict(s: StylisedSetting, gamma=None, method: str = "recipe", law: str = "
                              "t1_steps": lo, "t2_steps": hi, "delta": s.delta, "eta": s.eta,
                              "window": "onset" if np.isfinite(lo) else "none",
                              "reason": "" if np.isfinite(lo) else extra["onset_reason"],
-                             "assumes": (f"gradient flow of the full model, loss_norm={s.loss_norm}, seed={seed}"
+                             "assumes": (f"gradient flow of the full model, loss_norm={s.loss_norm}"
                                          if method == "full" else f"AdamW steps on the full model, decay {decay_form},"
-                                         f" loss_norm={s.loss_norm}, seed={seed}"),
+                                         f" loss_norm={s.loss_norm}") + (f", init seed {seed}" if n_init == 1 else
+                                                                         f", median over init seeds {seed}-{seed + n_init - 1}"),
                              **extra})
     return rows
 
