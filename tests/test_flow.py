@@ -63,3 +63,19 @@ def test_reduced_matches_full_early_and_reports_the_rest(targets):
     gap_l = abs(lin["reasoning_fraction_reduced"][-1] - lin["reasoning_fraction_full"][-1])
     assert np.isfinite(bil["rho_maxdiff_late"]) and np.isfinite(lin["rho_maxdiff_late"])
     assert gap_b < 0.05 and gap_b < gap_l
+
+
+def test_ood_transfer_needs_non_orthogonal_anchors():
+    """Held-out couplings move only through <b_o, b_p> = (u_j'.u_j)(u_i'.u_i): zero for
+    orthonormal anchors (the held-out couplings keep their random init, so OOD reasoning is
+    only the shared V seen through random couplings), not for unit ones."""
+    from critwin.theory import Schedule, StylisedSetting, build_problem, init_params, integrate_flow
+    from critwin.theory.flow import compress
+    moved = {}
+    for emb in ("orthonormal", "unit"):
+        s = StylisedSetting(d=16, keys=6, anchors=5, train_pairs=15, eta=1e-2, embeddings=emb, seed=1)
+        p = build_problem(s)
+        q = init_params(p, 0.8, [0])
+        _, _, end = integrate_flow(p, q, [Schedule.none(300)], s.eta, [0, 300])
+        moved[emb] = np.abs(end.c_ood - compress(p, q).c_ood).max()
+    assert moved["orthonormal"] < 1e-9 < 1e-3 < moved["unit"]
