@@ -253,3 +253,26 @@ def plot_phase(pm, path) -> Path:
     fig.suptitle(f"reading {pm.grid.reading.label}, window width {g.width}\nbars at the top: predicted onset"
                  " window per lambda (gradient flow)", fontsize=8)
     return _save(fig, path)
+
+
+def plot_regimes(m: dict, paper_budgets: dict, path) -> Path:
+    """The reduced model's onset dependence (range of the final reasoning fraction over
+    onsets) over G / mu_m x decay budget, regimes written in the cells, the setting marked."""
+    g, b, rng = m["gain_ratios"], m["budgets"], m["onset_range"]
+    fig, ax = plt.subplots(figsize=(6.8, 5.2))
+    mesh = ax.pcolormesh(b, g, rng, shading="nearest", cmap="viridis", vmin=0, vmax=max(0.05, float(rng.max())))
+    fig.colorbar(mesh, ax=ax, label="range of final reasoning fraction over onsets")
+    short = {"none": "", "uniform": "u", "graded": "g", "window": "W"}
+    for i, gi in enumerate(g):
+        for j, bj in enumerate(b):
+            ax.text(bj, gi, short[m["regime"][i, j]], ha="center", va="center", color="w", fontsize=8)
+    for (name, budget), mk in zip(paper_budgets.items(), ("o", "s")):
+        ax.plot([budget], [m["setting"]["gain_ratio"]], mk, mfc="none", mec="tab:red", ms=12, mew=2,
+                label=f"this setting, {name}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("decay budget lambda * width (flow time)")
+    ax.set_ylabel("escape gain G / mu_m")
+    ax.set_title("regimes of the reduced model (W: window, g: graded, u: uniform, blank: none)", fontsize=8)
+    ax.legend(fontsize=7, loc="lower left")
+    return _save(fig, path)
