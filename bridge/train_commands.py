@@ -40,6 +40,8 @@ def add_training_args(p):
     p.add_argument("--width", type=float, default=None)
     p.add_argument("--freeze", nargs="+", action="extend", metavar="COMPONENT@STEP", default=None,
                    help="freeze a component from a step: embedding, unembed, final_ln, layerI[.attn|.mlp]")
+    p.add_argument("--freeze-second-moment", type=int, default=None, metavar="STEP",
+                   help="adamw: hold Adam's second moment from this step on (a mechanism intervention)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--task-seed", type=int, default=0)
     p.add_argument("--eval-every", type=int, default=100)
@@ -57,6 +59,7 @@ def config_from_args(args, task: str) -> TrainConfig:
     flat = {"task": task, "task_seed": args.task_seed, "d": args.d, "heads": args.heads,
             "layers": args.layers, "init": args.init, "gamma": args.gamma, "head_bias": args.head_bias,
             "decay_form": args.decay_form, "decay_set": args.decay_set, "optimizer": args.optimizer,
+            "freeze_second_moment": args.freeze_second_moment,
             "lr": args.lr, "momentum": args.momentum, "batch_size": args.batch_size, "steps": args.steps,
             "wd": args.wd, "wd_window": args.wd_window, "budget_placement": args.budget_placement,
             "budget": args.budget, "width": args.width, "freeze": args.freeze, "seed": args.seed,

@@ -18,7 +18,7 @@ DEVICES = ("cpu", "cuda")
 CONFIG_VERSION = 1
 # Fields added after version 1, with the value every earlier run had: the run id hashes them
 # only when they differ from it, so runs stored before they existed keep their ids and meaning.
-ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices"}
+ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices", "freeze_second_moment": None}
 ADDED_MODEL_DEFAULTS = {"head_bias": False}
 
 
@@ -41,6 +41,7 @@ class TrainConfig:
     wd_windows: tuple = ()     # ((start, end, lambda), ...): decay lambda(step)
     decay_form: str = "decoupled"   # how lambda acts: decoupled shrink or l2 penalty in the loss
     decay_set: str = "matrices"     # what it acts on: matrices, non_embedding, all
+    freeze_second_moment: int | None = None   # adamw: hold Adam's v from this step on (an intervention)
     freeze: tuple = ()         # ((component, step), ...)
     seed: int = 0
     eval_every: int = 100
@@ -93,9 +94,14 @@ class TrainConfig:
             raise ConfigError("decay_form", self.decay_form, "one of " + ", ".join(DECAY_FORMS))
         if self.decay_set not in DECAY_SETS:
             raise ConfigError("decay_set", self.decay_set, "one of " + ", ".join(DECAY_SETS))
+        fsm = self.freeze_second_moment
+        if fsm is not None and (isinstance(fsm, bool) or not isinstance(fsm, int) or not 1 <= fsm <= self.steps
+                                or self.optimizer != "adamw"):
+            raise ConfigError("freeze_second_moment", fsm, f"a step in [1, {self.steps}] with the adamw optimizer,"
+                                                          " or None")
         if not self.schedule().windows:  # without decay the reading is moot: one run for all readings
-            for k, v in ADDED_DEFAULTS.items():
-                object.__setattr__(self, k, v)
+            for k in ("decay_form", "decay_set"):
+                object.__setattr__(self, k, ADDED_DEFAULTS[k])
         for c, s in self.freeze:
             Freeze(c, s)
             if not (0 <= s <= self.steps):

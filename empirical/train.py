@@ -14,6 +14,7 @@ from ..errors import ConfigError
 from .config import TrainConfig
 from .environment import environment
 from .interventions import add_l2_grad, apply_decay, frozen_parameters
+from .interventions.second_moment import AdamFrozenSecondMoment
 from .metrics import (condensation_index, decay_mechanism, evaluate_split, group_norms, ov_qk_alignment,
                       squared_grad_norm, weight_norm)
 from .models import Transformer
@@ -26,6 +27,8 @@ def build_model(cfg: TrainConfig, vocab_size: int, seq_len: int) -> Transformer:
 
 
 def build_optimizer(cfg: TrainConfig, params):
+    if cfg.optimizer == "adamw" and cfg.freeze_second_moment is not None:
+        return AdamFrozenSecondMoment(params, lr=cfg.lr, betas=cfg.betas, freeze_from=cfg.freeze_second_moment)
     if cfg.optimizer == "adamw":
         return torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=0.0)
     return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum)

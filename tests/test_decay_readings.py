@@ -215,3 +215,41 @@ def test_mechanism_is_logged_per_evaluation():
     eff = optim[optim.metric == "effective_shrink"].value.to_numpy()
     gain = optim[optim.metric == "adam_gain"].value.to_numpy()
     np.testing.assert_allclose(eff, 0.5 * gain)
+
+
+def test_frozen_second_moment_adam_matches_torch_until_the_freeze():
+    from critwin.empirical.interventions.second_moment import AdamFrozenSecondMoment
+    torch.manual_seed(0)
+    a = torch.nn.Parameter(torch.randn(5, 3))
+    b = torch.nn.Parameter(a.detach().clone())
+    c = torch.nn.Parameter(a.detach().clone())
+    oa = torch.optim.AdamW([a], lr=1e-2, betas=(0.9, 0.98), weight_decay=0.0)
+    ob = AdamFrozenSecondMoment([b], lr=1e-2, betas=(0.9, 0.98), freeze_from=10**9)
+    oc = AdamFrozenSecondMoment([c], lr=1e-2, betas=(0.9, 0.98), freeze_from=5)
+    for i in range(20):
+        g = torch.randn(5, 3) * (10.0 if i >= 5 else 1.0)       # gradients grow after the freeze
+        for p, o in ((a, oa), (b, ob), (c, oc)):
+            p.grad = g.clone()
+            o.step()
+        if i == 4:
+            v5 = oc.state[c]["v_hat"].clone()
+    torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(oc.state[c]["v_hat"], v5)       # held from step 5
+    assert (oa.state[a]["exp_avg_sq"] > 10 * oc.state[c]["exp_avg_sq"]).all()
+
+
+def test_mechanism_interventions_build_configs():
+    from critwin.bridge.mechanism import frozen_second_moment, matched_decoupled
+    w = ((0.0, 40.0, 0.5),)
+    cfg = TrainConfig(**TINY, wd_windows=w, decay_form="l2", decay_set="non_embedding")
+    run = train(cfg, progress=False)
+    eff = run.metrics[(run.metrics.split == "optim") & (run.metrics.metric == "effective_shrink")]
+    m = matched_decoupled(cfg, run.metrics)
+    assert m.decay_form == "decoupled" and m.decay_set == "non_embedding"
+    assert [(a, b) for a, b, _ in m.wd_windows] == [(0.0, 20.0), (20.0, 40.0)]
+    np.testing.assert_allclose([v * cfg.lr for *_, v in m.wd_windows], eff.value.to_numpy())
+    f = frozen_second_moment(cfg, 10)
+    assert f.freeze_second_moment == 10 and f.run_id() != cfg.run_id()
+    assert train(f, progress=False).summary["status"] == "complete"
+    with pytest.raises(ConfigError, match="freeze_second_moment"):
+        TrainConfig(**TINY, optimizer="sgd", freeze_second_moment=5)

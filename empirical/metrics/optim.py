@@ -51,14 +51,15 @@ def decay_mechanism(opt, decayed, lr: float, lam: float, form: str, ce_grad_sq: 
     theta_sq = float(sum((p.double() ** 2).sum() for p in decayed))
     out = {"l2_over_ce": lam * math.sqrt(theta_sq) / math.sqrt(ce_grad_sq) if ce_grad_sq > 0 else float("nan")}
     num, v_sum, v_n = 0.0, 0.0, 0
-    adam = isinstance(opt, torch.optim.Adam | torch.optim.AdamW)
+    adam = "betas" in opt.defaults and "eps" in opt.defaults
     if adam:
         eps, beta2 = opt.defaults["eps"], opt.defaults["betas"][1]
         for p in decayed:
             st = opt.state.get(p)
             if not st or "exp_avg_sq" not in st:
                 continue
-            v_hat = st["exp_avg_sq"].double() / (1 - beta2 ** float(st["step"]))
+            v_hat = (st["v_hat"].double() if "v_hat" in st       # an optimizer that keeps its own (frozen) v_hat
+                     else st["exp_avg_sq"].double() / (1 - beta2 ** float(st["step"])))
             num += float(((lr * p.double() / (v_hat.sqrt() + eps)) ** 2).sum())
             v_sum, v_n = v_sum + float(v_hat.sum()), v_n + v_hat.numel()
     gain = math.sqrt(num / theta_sq) if adam and v_n and theta_sq > 0 else float("nan")
