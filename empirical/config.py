@@ -11,14 +11,15 @@ from ..schedules import Schedule
 from .interventions.decay import DECAY_FORMS
 from .interventions.freeze import Freeze
 from .models.transformer import DECAY_SETS, ModelConfig
-from .tasks import TASKS
+from .tasks import TASKS, make_task
 
 OPTIMIZERS = ("adamw", "sgd")
 DEVICES = ("cpu", "cuda")
 CONFIG_VERSION = 1
 # Fields added after version 1, with the value every earlier run had: the run id hashes them
 # only when they differ from it, so runs stored before they existed keep their ids and meaning.
-ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices", "freeze_second_moment": None}
+ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices", "freeze_second_moment": None,
+                  "hops": None, "chemistries": None}
 ADDED_MODEL_DEFAULTS = {"head_bias": False}
 
 
@@ -31,6 +32,8 @@ def reading_label(decay_form: str, decay_set: str, head_bias: bool) -> str:
 class TrainConfig:
     task: str = "anchor_permutation"
     task_seed: int = 0
+    hops: int | None = None          # Alchemy composition / decomposition: path length 2..5
+    chemistries: int | None = None   # Alchemy: cap on chemistries per split (None = all 1,371 / 165)
     model: ModelConfig = ModelConfig()
     optimizer: str = "adamw"
     lr: float = 3e-3
@@ -70,6 +73,7 @@ class TrainConfig:
             raise ConfigError("freeze", self.freeze, "(component, step) pairs, e.g. (('layer0', 5000),)") from None
         if self.task not in TASKS:
             raise ConfigError("task", self.task, "one of " + ", ".join(TASKS))
+        make_task(self.task, self.task_seed, self.hops, self.chemistries)   # validates the task's options
         if isinstance(self.model, dict):
             object.__setattr__(self, "model", ModelConfig(**self.model))
         for f in ("batch_size", "steps", "eval_every"):

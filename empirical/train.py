@@ -22,8 +22,8 @@ from .store import Run
 from .tasks import make_task
 
 
-def build_model(cfg: TrainConfig, vocab_size: int, seq_len: int) -> Transformer:
-    return Transformer(cfg.model, vocab_size, seq_len)
+def build_model(cfg: TrainConfig, vocab_size: int, seq_len: int, n_out: int | None = None) -> Transformer:
+    return Transformer(cfg.model, vocab_size, seq_len, n_out)
 
 
 def build_optimizer(cfg: TrainConfig, params):
@@ -64,8 +64,8 @@ def log_metrics(model, data, step: int, device, rows: list, mechanism: dict | No
 def initial_model(cfg: TrainConfig):
     """(model at its seeded initialisation, task data): exactly what `train` starts from."""
     torch.manual_seed(cfg.seed)
-    data = make_task(cfg.task, cfg.task_seed).generate()
-    return build_model(cfg, data.vocab_size, data.seq_len), data
+    data = make_task(cfg.task, cfg.task_seed, cfg.hops, cfg.chemistries).generate()
+    return build_model(cfg, data.vocab_size, data.seq_len, data.info.get("n_classes")), data
 
 
 def train(cfg: TrainConfig, progress: bool = True) -> Run:
@@ -87,6 +87,8 @@ def train(cfg: TrainConfig, progress: bool = True) -> Run:
     lam = cfg.schedule().value(np.arange(cfg.steps))
     x = torch.as_tensor(train_split.inputs, device=device)
     y = torch.as_tensor(train_split.targets, device=device)
+    lengths = train_split.extra.get("lengths")
+    lengths = None if lengths is None else torch.as_tensor(lengths, device=device)
     n, B = len(y), cfg.batch_size
     perm, ptr = torch.randperm(n, generator=gen), 0
     rows: list = []
@@ -99,7 +101,7 @@ def train(cfg: TrainConfig, progress: bool = True) -> Run:
             perm, ptr = torch.randperm(n, generator=gen), 0
         idx = perm[ptr:ptr + B].to(device)
         ptr += B
-        loss = F.cross_entropy(model(x[idx]), y[idx])
+        loss = F.cross_entropy(model(x[idx], None if lengths is None else lengths[idx]), y[idx])
         if not math.isfinite(loss.item()):
             status, error = "diverged", f"non-finite training loss at step {step}"
             break
@@ -118,8 +120,7 @@ def train(cfg: TrainConfig, progress: bool = True) -> Run:
         if evaluate:
             mech = decay_mechanism(opt, decayed, cfg.lr, float(lam[step]), cfg.decay_form, ce_sq)
             last = log_metrics(model, data, step + 1, device, rows, mech)
-            bar.set_postfix(train_acc=f"{last['train_acc']:.3f}", ood_acc=f"{last['ood_acc']:.3f}",
-                            refresh=False)
+            bar.set_postfix({f"{k}": f"{last[k]:.3f}" for k in last if k.endswith("_acc")}, refresh=False)
         bar.update(1)
     bar.close()
     wall = time.perf_counter() - t0

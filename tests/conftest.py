@@ -14,3 +14,11 @@ def small():
 @pytest.fixture
 def small_problem(small):
     return build_problem(small)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_torch_thread():
+    """One torch thread in the test process: on a busy 2-core machine two threads made small
+    matmuls up to 100x slower (measured)."""
+    import torch
+    torch.set_num_threads(1)

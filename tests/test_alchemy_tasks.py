@@ -108,3 +108,41 @@ def test_inverse_potions_in_paths():
     for p, e in self_avoiding_paths(chem, corner(0), 2):
         back = _run(chem, e, [inverse_potion(x) for x in reversed(p)])
         assert back == corner(0)
+
+
+def test_events_against_a_hand_computation():
+    from critwin.empirical.metrics.evaluate import alchemy_events
+    from critwin.empirical.tasks.base import Split
+    stones = np.array([[1, 2, 3, 4, 5, 6, 7, 8]] * 4)
+    event_b = np.array([[1, 2, -1, -1]] * 4)
+    split = Split(np.zeros((4, 3), dtype=np.int64), np.array([1, 1, 2, 1]),
+                  {"chemistry_stones": stones, "event_b": event_b})
+    out = alchemy_events(np.array([1, 3, 50, 2]), split)
+    # A: 1, 3, 2 in the stones (3 of 4); B: 1, 2 (2 of 4); C: query 0 only
+    assert out == {"event_a": 0.75, "event_b": 0.5, "event_c": 0.25, "p_b_given_a": 2 / 3, "p_c_given_ab": 0.5}
+
+
+def test_padded_forward_reads_the_last_real_token():
+    import torch
+    from critwin.empirical.models import ModelConfig, Transformer
+    torch.manual_seed(0)
+    m = Transformer(ModelConfig(d=16), vocab_size=25, seq_len=12, n_out=108)
+    seq = torch.randint(0, 19, (1, 7))
+    padded = torch.cat([seq, torch.full((1, 5), TOKEN["<pad>"])], dim=1)
+    torch.testing.assert_close(m(padded, torch.tensor([7])), m(seq))
+    assert m(seq).shape == (1, 108)
+
+
+def test_alchemy_trains_and_logs_event_curves(tmp_path, capsys):
+    import json
+    from critwin.bridge.cli import main
+    code = main(["train", "alchemy", "--task", "withheld", "--chemistries", "4", "--steps", "20", "--eval-every",
+                 "10", "--d", "16", "--store", str(tmp_path), "--no-progress", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 0 and d["status"] == "complete" and d["config"]["task"] == "alchemy_withheld"
+    from critwin.empirical import RunStore
+    m = RunStore(tmp_path).load(d["run_id"]).metrics
+    assert {"event_a", "event_b", "event_c", "p_b_given_a", "p_c_given_ab"} <= set(m[m.split == "test"].metric)
+    assert sorted(m.step.unique()) == [0, 10, 20]
+    assert main(["train", "alchemy", "--task", "composition", "--hops", "7", "--store", str(tmp_path)]) == 2
+    assert main(["train", "anchor", "--steps", "10", "--store", str(tmp_path)]) == 0     # anchor unchanged

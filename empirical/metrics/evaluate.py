@@ -7,13 +7,33 @@ import torch.nn.functional as F
 
 @torch.no_grad()
 def evaluate_split(model, split, device, batch: int = 4096) -> dict:
-    """{'loss', 'acc'} and, where the split has symmetric targets, 'symmetric_rate'."""
+    """{'loss', 'acc'}; 'symmetric_rate' where the split has symmetric targets; the Alchemy
+    events where it has their metadata (see `alchemy_events`)."""
     x = torch.as_tensor(split.inputs, device=device)
     y = torch.as_tensor(split.targets, device=device)
-    logits = torch.cat([model(x[i:i + batch]) for i in range(0, len(x), batch)])
+    lengths = split.extra.get("lengths")
+    lengths = None if lengths is None else torch.as_tensor(lengths, device=device)
+    logits = torch.cat([model(x[i:i + batch], None if lengths is None else lengths[i:i + batch])
+                        for i in range(0, len(x), batch)])
     pred = logits.argmax(-1)
     out = {"loss": F.cross_entropy(logits, y).item(), "acc": (pred == y).float().mean().item()}
     if "symmetric_target" in split.extra:
         sym = torch.as_tensor(split.extra["symmetric_target"], device=device)
         out["symmetric_rate"] = (pred == sym).float().mean().item()
+    if "chemistry_stones" in split.extra:
+        out.update(alchemy_events(pred.cpu().numpy(), split))
     return out
+
+
+def alchemy_events(pred, split) -> dict:
+    """Events per query, P(C) = P(A) P(B|A) P(C|A and B): A the prediction is one of the
+    chemistry's 8 stones, B it lies in the query's B set (the face the potion moves onto, or
+    the stones reachable in h hops), C it is the answer. nan where a condition never holds."""
+    import numpy as np
+    a = (pred[:, None] == split.extra["chemistry_stones"]).any(1)
+    b = (pred[:, None] == split.extra["event_b"]).any(1)
+    c = pred == split.targets
+    ab = a & b
+    return {"event_a": float(a.mean()), "event_b": float(b.mean()), "event_c": float(c.mean()),
+            "p_b_given_a": float(ab.sum() / a.sum()) if a.any() else float(np.nan),
+            "p_c_given_ab": float((c & ab).sum() / ab.sum()) if ab.any() else float(np.nan)}

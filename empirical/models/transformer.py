@@ -90,14 +90,14 @@ class Block(nn.Module):
 
 
 class Transformer(nn.Module):
-    def __init__(self, c: ModelConfig, vocab_size: int, seq_len: int):
+    def __init__(self, c: ModelConfig, vocab_size: int, seq_len: int, n_out: int | None = None):
         super().__init__()
         self.config = c
         self.tok = nn.Embedding(vocab_size, c.d)
         self.pos = nn.Embedding(seq_len, c.d)
         self.blocks = nn.ModuleList(Block(c, seq_len) for _ in range(c.layers))
         self.ln_f = nn.LayerNorm(c.d)
-        self.unembed = nn.Linear(c.d, vocab_size, bias=c.head_bias)
+        self.unembed = nn.Linear(c.d, n_out or vocab_size, bias=c.head_bias)   # n_out: a class head
         self.reset_parameters()
 
     @torch.no_grad()
@@ -114,12 +114,14 @@ class Transformer(nn.Module):
                 m.weight.fill_(1.0)
                 m.bias.zero_()
 
-    def forward(self, idx):
-        """Logits at the last position, (B, vocab)."""
+    def forward(self, idx, lengths=None):
+        """Logits at the last position, (B, vocab or classes); with right-padded sequences, at
+        the last real token (lengths - 1), which the causal mask keeps blind to the padding."""
         x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
         for b in self.blocks:
             x = b(x)
-        return self.unembed(self.ln_f(x[:, -1]))
+        last = x[:, -1] if lengths is None else x[torch.arange(len(x), device=x.device), lengths - 1]
+        return self.unembed(self.ln_f(last))
 
     def decayed_weights(self):
         """Every weight matrix except the embeddings (the `matrices` decay set; weight_norm's set)."""
