@@ -68,8 +68,9 @@ def initial_model(cfg: TrainConfig):
     return build_model(cfg, data.vocab_size, data.seq_len, data.info.get("n_classes")), data
 
 
-def train(cfg: TrainConfig, progress: bool = True) -> Run:
-    """Train one model. Deterministic on CPU for a given config (seeded init and batches)."""
+def train(cfg: TrainConfig, progress: bool = True, on_steps=None) -> Run:
+    """Train one model. Deterministic on CPU for a given config (seeded init and batches).
+    on_steps(n), if given, is called at every evaluation with the steps done since the last."""
     device = _device(cfg.device)
     model, data = initial_model(cfg)
     model = model.to(device)
@@ -93,7 +94,7 @@ def train(cfg: TrainConfig, progress: bool = True) -> Run:
     perm, ptr = torch.randperm(n, generator=gen), 0
     rows: list = []
     last = log_metrics(model, data, 0, device, rows)
-    status, error, t0 = "complete", None, time.perf_counter()
+    status, error, t0, done_steps = "complete", None, time.perf_counter(), 0
     bar = tqdm(total=cfg.steps, desc=f"{cfg.task} seed {cfg.seed}", unit="step",
                disable=not progress, leave=False, mininterval=0.5)
     for step in range(cfg.steps):
@@ -120,6 +121,9 @@ def train(cfg: TrainConfig, progress: bool = True) -> Run:
         if evaluate:
             mech = decay_mechanism(opt, decayed, cfg.lr, float(lam[step]), cfg.decay_form, ce_sq)
             last = log_metrics(model, data, step + 1, device, rows, mech)
+            if on_steps is not None:
+                on_steps(step + 1 - done_steps)
+                done_steps = step + 1
             bar.set_postfix({f"{k}": f"{last[k]:.3f}" for k in last if k.endswith("_acc")}, refresh=False)
         bar.update(1)
     bar.close()

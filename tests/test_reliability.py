@@ -249,3 +249,14 @@ def test_help_and_theory_commands_do_not_import_torch():
             "print('torch' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
     assert out.strip().splitlines()[-1] == "False"
+
+
+# 14. progress inside a run, not only per finished run -----------------------------------------
+@pytest.mark.parametrize("workers", [1, 2])
+def test_executor_reports_training_steps_inside_runs(workers):
+    from critwin.empirical.sweep import run_config
+    cfgs = SweepSpec({**TINY, "steps": 40}, {"seed": [0, 1]}).expand()
+    seen = []
+    outs = list(LocalExecutor(workers).imap(run_config, [c.resolved() for c in cfgs], on_steps=seen.append))
+    assert all("run" in o for o in outs)
+    assert sum(seen) == 80 and len(seen) == 8          # every evaluation (every 10 steps) of both runs

@@ -33,9 +33,11 @@ def _exit_with_parent(parent: int, poll: float = 1.0):
     threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
-def _worker_init(parent: int):
+def _worker_init(parent: int, steps_queue=None):
+    global _STEPS
     _one_thread()
     _exit_with_parent(parent)
+    _STEPS = steps_queue
 
 
 def _bounded(submit, items, in_flight: int, wait_some):
@@ -59,13 +61,26 @@ def _bounded(submit, items, in_flight: int, wait_some):
 _END = object()
 
 
+_STEPS = None    # where a worker reports training steps done: a queue to the parent, or a callable in-process
+
+
+def _report_steps(n: int) -> None:
+    if _STEPS is None:
+        return
+    if callable(_STEPS):
+        _STEPS(n)
+    else:
+        _STEPS.put(n)
+
+
 def run_config(config: dict) -> dict:
     """Worker task: train one resolved config; never raises (errors come back as data)."""
     from ..config import TrainConfig
     from ..train import train
     try:
         _one_thread()
-        return {"config": config, "run": train(TrainConfig.from_dict(config), progress=False)}
+        return {"config": config, "run": train(TrainConfig.from_dict(config), progress=False,
+                                               on_steps=_report_steps)}
     except Exception as e:  # noqa: BLE001 - a failed run is recorded, not raised
         return {"config": config, "error": f"{type(e).__name__}: {e}",
                 "traceback": traceback.format_exc()}
@@ -80,16 +95,36 @@ class LocalExecutor:
             raise ConfigError("workers", workers, "a positive number of worker processes")
         self.workers = workers
 
-    def imap(self, fn, items):
+    def imap(self, fn, items, on_steps=None):
+        """Results as they finish; on_steps(n), if given, hears the training steps done inside
+        the runs (so a long run shows progress, not only finished runs)."""
+        global _STEPS
         if self.workers == 1:
-            for it in items:
-                yield fn(it)
+            _STEPS = on_steps
+            try:
+                for it in items:
+                    yield fn(it)
+            finally:
+                _STEPS = None
             return
         import multiprocessing as mp
-        with ProcessPoolExecutor(self.workers, mp_context=mp.get_context("spawn"),
-                                 initializer=_worker_init, initargs=(os.getpid(),)) as pool:
-            yield from _bounded(lambda x: pool.submit(fn, x), items, self.workers,
-                                lambda p: wait(p, return_when=FIRST_COMPLETED))
+        import queue as queue_mod
+        ctx = mp.get_context("spawn")
+        steps_queue = ctx.Queue() if on_steps is not None else None
+
+        def wait_some(pending):
+            while True:
+                done, rest = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                while steps_queue is not None:
+                    try:
+                        on_steps(steps_queue.get_nowait())
+                    except queue_mod.Empty:
+                        break
+                if done:
+                    return done, rest
+        with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init,
+                                 initargs=(os.getpid(), steps_queue)) as pool:
+            yield from _bounded(lambda x: pool.submit(fn, x), items, self.workers, wait_some)
 
     def close(self):
         pass
@@ -110,7 +145,8 @@ class DaskExecutor:
             address = self.cluster
         self.client = Client(address)
 
-    def imap(self, fn, items):
+    def imap(self, fn, items, on_steps=None):
+        """Results as they finish (on_steps is not reported from Dask workers)."""
         from dask.distributed import wait as dask_wait
         n = max(1, sum(self.client.nthreads().values()))
 

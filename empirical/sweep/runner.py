@@ -92,8 +92,10 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
 
     bar = tqdm(total=len(configs), initial=len(skip), desc="sweep", unit="run", disable=not progress)
     bar.set_postfix(done=0, failed=0, remaining=len(todo))
+    steps = tqdm(total=sum(c.steps for c in todo), desc="training steps", unit="step", disable=not progress,
+                 position=1, leave=False, mininterval=1.0)
     try:
-        for out in executor.imap(run_config, claimed()):
+        for out in executor.imap(run_config, claimed(), on_steps=steps.update if progress else None):
             run = out.get("run") or failed_run(out["config"], out["error"], out.get("traceback", ""))
             rid = run.run_id
             store.save(run, replace=retry_failed or rid in damaged)
@@ -111,5 +113,6 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
     finally:
         for rid in held:                # interrupted: let another sweep take these runs
             store.release(rid)
+        steps.close()
         bar.close()
     return res
