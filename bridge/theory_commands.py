@@ -272,6 +272,28 @@ def cmd_budget(args):
 
 
 # ----------------------------------------------------------------- registration
+# ----------------------------------------------------------------- timescale
+def cmd_timescale(args):
+    from ..theory.optimizers import optimizer_time_scale
+    gammas = _gammas(args)
+    s = _setting(args)
+    p = th.build_problem(s)
+    r = th.compute_rates(s, gammas, problem=p)
+    with tqdm(total=1, desc=f"GD and {args.optimizer} on the stylised model", leave=False):
+        o = optimizer_time_scale(p, gammas, s.eta, s.delta, r.capacity, args.optimizer, args.horizon, s.seed)
+    (rec,) = [th.predict(s, gammas, "recipe")]
+    rows = [{"gamma": float(g), "t1_gd": o["t1_gd"][k], f"t1_{args.optimizer}": o["t1_opt"][k],
+             "t1_ratio": o["t1_ratio"][k], "t2_gd": o["t2_gd"][k], f"t2_{args.optimizer}": o["t2_opt"][k],
+             "t2_ratio": o["t2_ratio"][k], "recipe_t1": rec[k]["t1_steps"], "recipe_t2": rec[k]["t2_steps"],
+             f"recipe_t1_{args.optimizer}": rec[k]["t1_steps"] / o["t1_ratio"][k],
+             f"recipe_t2_{args.optimizer}": rec[k]["t2_steps"] / o["t2_ratio"][k]} for k, g in enumerate(gammas)]
+    text = [format_table(rows),
+            f"t1: steps to memorization 1 - delta; t2: steps for the shared path alone to (1 - delta) of its capacity"
+            f" ({r.capacity:.3g}); ratio = GD / {args.optimizer}: the factor by which {args.optimizer} shortens the"
+            " gradient-flow times on the same stylised model; recipe_*_" + args.optimizer + " divides the recipe by it."]
+    return {"rows": rows, "setting": s.to_dict()}, "\n".join(text)
+
+
 # ----------------------------------------------------------------- regimes
 def cmd_regimes(args):
     from ..theory.regimes import regime_map
@@ -298,6 +320,14 @@ def cmd_regimes(args):
 
 
 def register(sub):
+    p = sub.add_parser("timescale", help="how much an optimizer (AdamW) speeds each path up over GD",
+                       description="Memorization and reasoning times of GD and of a discrete optimizer on the"
+                                   " same stylised model; their ratio corrects the gradient-flow recipe.")
+    _setting_args(p)
+    p.add_argument("--optimizer", choices=("adamw", "momentum"), default="adamw")
+    p.add_argument("--horizon", type=int, default=3000, help="steps to wait for each crossing")
+    p.set_defaults(handler=cmd_timescale)
+
     p = sub.add_parser("regimes", help="where the stylised model has a window: a map in dimensionless groups",
                        description="Onset dependence of the reduced model over G/mu_m x decay budget, the"
                                    " setting's other groups held; the paper's setting marked.")

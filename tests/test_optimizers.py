@@ -87,3 +87,17 @@ def test_adamw_onset_window_prediction_runs(small):
     from critwin.theory import predict
     (row,) = predict(small, 0.8, "adamw", width=20, wd=2.0, total=60, onsets=[0, 20, 40], decay_form="l2")
     assert row["method"] == "adamw" and len(row["fractions"]) == 3 and row["window"] in ("onset", "none")
+
+
+def test_gd_time_scale_matches_the_flow_and_adamw_is_faster():
+    """GD's memorization time equals the full flow's (an ODE solve) to within the evaluation
+    grid; AdamW on the same model memorizes in fewer steps."""
+    from critwin.theory import StylisedSetting, compute_rates, integrate_flow
+    from critwin.theory.optimizers import crossing_step, optimizer_time_scale
+    s = StylisedSetting(d=16, keys=6, anchors=5, train_pairs=15, eta=1e-2, targets="permutation")
+    p = build_problem(s)
+    r = compute_rates(s, [0.8], problem=p)
+    o = optimizer_time_scale(p, [0.8], s.eta, s.delta, r.capacity, "adamw", horizon=400, eval_every=2)
+    steps, traj, _ = integrate_flow(p, init_params(p, [0.8], [0]), [Schedule.none(400)], s.eta, np.arange(0, 401, 2))
+    assert abs(o["t1_gd"][0] - crossing_step(steps, traj["x"][:, 0], 1 - s.delta)) <= 4
+    assert o["t1_ratio"][0] > 1
