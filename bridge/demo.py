@@ -85,15 +85,18 @@ def demo(steps: int = 4000, width: int = 1000, wd: float = DEMO_WD, gamma: float
     gain_out = max((r["ood_acc"] - base_ood for r in outside), default=float("nan"))
     noise = max(r["ood_sd"] for r in rows) if seeds > 1 else 0.0
     agrees = bool(gain_in > 2 * noise + 0.02 and not gain_out > gain_in - 2 * noise)
+    helped = [r["onset"] for r in rows[1:] if r["ood_acc"] - base_ood > 2 * noise + 0.02]
+    observed = (min(helped), max(helped)) if helped else None
     fig = Path(out) / "demo.png"
     curve = {"onsets": [r["onset"] for r in rows[1:]], "mean": [r["ood_acc"] for r in rows[1:]],
              "sd": [r["ood_sd"] for r in rows[1:]], "seeds": seeds, "threshold": base_ood,
-             "threshold_label": f"no decay ({base_ood:.3f})"}
+             "threshold_label": f"no decay ({base_ood:.3f})", "observed_window": observed}
     figures.plot_onset_comparison([{"curve": curve, "gamma": gamma, "width": width, "wd": wd, "steps": steps,
-                                    "recipe_t1": t1, "recipe_t2": t2}], fig, "OOD accuracy")
+                                    "recipe_t1": t1, "recipe_t2": t2, "reduced_t1": red["t1_steps"],
+                                    "reduced_t2": red["t2_steps"]}], fig, "OOD accuracy")
     return {"predicted": {"recipe": rec, "reduced_law": {k: red[k] for k in ("t1_steps", "t2_steps",
                                                                              "onset_first", "onset_last")}},
-            "rows": rows, "gain_inside": gain_in, "gain_outside": gain_out, "noise_sd": noise,
+            "rows": rows, "observed_window": observed, "gain_inside": gain_in, "gain_outside": gain_out, "noise_sd": noise,
             "prediction_confirmed": agrees, "notes": notes, "figure": str(fig), "store": str(store),
             "wall_seconds": time.perf_counter() - t0}
 
@@ -109,6 +112,9 @@ def render(res: dict) -> str:
              "verdict: " + ("observed windows inside the predicted one help, the others less: prediction confirmed"
                             if res["prediction_confirmed"] else
                             "the observed outcomes do not single out the predicted window"),
+             "observed window (onsets whose OOD beats no decay by more than the noise): " + (
+                 f"{res['observed_window'][0]:,.0f}-{res['observed_window'][1]:,.0f}" if res.get("observed_window")
+                 else "none"),
              *[f"note: {n}" for n in res.get("notes", [])],
              f"figure: {res['figure']}   runs: {res['store']}   ({res['wall_seconds']:.0f} s)"]
     return "\n".join(lines)

@@ -94,13 +94,21 @@ def plot_onset_comparison(rows: list[dict], path, metric: str = "OOD accuracy") 
         ax.errorbar(on, mu, yerr=sd, fmt="o-", color="k", capsize=3, label=f"observed ({c['seeds']} seeds)")
         ax.axhline(c["threshold"], color="0.5", ls=":", lw=1,
                    label=c.get("threshold_label", f"threshold {c['threshold']:g}"))
+        if c.get("observed_window"):
+            lo, hi = c["observed_window"]
+            inside = (on >= lo) & (on <= hi)
+            ax.plot(on[inside], mu[inside], "o", ms=13, mfc="none", mec="tab:green", mew=2,
+                    label=f"observed window: onsets {lo:,.0f}-{hi:,.0f} beat no decay")
         for m, col in COLORS.items():
             if f"{m}_t1" in r and np.isfinite(r[f"{m}_t1"]):
-                lo, hi = r[f"{m}_t1"], min(r[f"{m}_t2"], r["steps"] - r["width"])
-                if hi > lo:
-                    ax.axvspan(lo, hi, color=col, alpha=0.15, label=f"{m} window [{lo:,.0f}, {r[f'{m}_t2']:,.0f}]")
+                lo, t2 = r[f"{m}_t1"], r[f"{m}_t2"]
+                hi = min(t2, r["steps"] - r["width"])
+                if t2 <= lo:
+                    ax.axvline(lo, color=col, ls="--", label=f"{m}: no window (t2={t2:,.0f} before t1={lo:,.0f})")
+                elif hi > lo:
+                    ax.axvspan(lo, hi, color=col, alpha=0.15, label=f"{m} window [{lo:,.0f}, {t2:,.0f}]")
                 else:
-                    ax.axvline(lo, color=col, ls="--", label=f"{m}: t1={lo:,.0f} > t2={r[f'{m}_t2']:,.0f}")
+                    ax.axvline(lo, color=col, ls=":", label=f"{m} window [{lo:,.0f}, {t2:,.0f}] starts after the last onset")
         ax.set_xlabel("window onset (step)")
         ax.set_ylabel(f"final {metric}")
         ax.set_title(f"gamma={r['gamma']:g}, width {r['width']:,.0f}, lambda {r['wd']:g}", fontsize=9)
