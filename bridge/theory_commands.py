@@ -275,6 +275,8 @@ def cmd_budget(args):
 # ----------------------------------------------------------------- timescale
 def cmd_timescale(args):
     from ..theory.optimizers import optimizer_time_scale
+    if args.horizon < 1:
+        raise ConfigError("horizon", args.horizon, "a positive number of steps to wait for each crossing")
     gammas = _gammas(args)
     s = _setting(args)
     p = th.build_problem(s)
@@ -298,6 +300,11 @@ def cmd_timescale(args):
 def cmd_regimes(args):
     from ..theory.regimes import regime_map
     s = _setting(args)
+    for name, (lo, hi) in (("gain_range", args.gain_range), ("budget_range", args.budget_range)):
+        if not (0 < lo < hi and np.isfinite(hi)):
+            raise ConfigError(name, [lo, hi], "LO HI with 0 < LO < HI")
+    if args.n < 2:
+        raise ConfigError("n", args.n, "at least 2 grid points per axis")
     gains = np.geomspace(args.gain_range[0], args.gain_range[1], args.n)
     budgets = np.geomspace(args.budget_range[0], args.budget_range[1], args.n)
     m = regime_map(s, gains, budgets, args.width, args.steps, threshold=args.threshold, tol=args.tol)

@@ -97,7 +97,8 @@ def test_split_arrays_encode_support_then_query():
 
 @pytest.mark.parametrize("kw,field", [({"variant": "withheld", "hops": 2}, "hops"),
                                       ({"variant": "composition", "hops": 6}, "hops"),
-                                      ({"variant": "composition"}, "hops"), ({"variant": "mixing"}, "task")])
+                                      ({"variant": "composition"}, "hops"), ({"variant": "mixing"}, "task"),
+                                      ({"variant": "withheld", "max_chemistries": -2}, "chemistries")])
 def test_bad_task_options_name_the_field(kw, field):
     with pytest.raises(ConfigError, match=field):
         AlchemyTask(**kw)

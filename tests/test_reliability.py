@@ -227,7 +227,9 @@ def test_train_uses_one_thread_unless_asked(tmp_path):
 @pytest.mark.parametrize("argv,field", [(["theory", "laws", "--horizon", "0"], "horizon"),
                                         (["demo", "--seeds", "0"], "seeds"),
                                         (["demo", "--steps", "100", "--width", "200"], "width"),
-                                        (["theory", "predict", "--gamma", "0.5", "-1"], "gamma")])
+                                        (["theory", "predict", "--gamma", "0.5", "-1"], "gamma"),
+                                        (["theory", "regimes", "--gain-range", "0", "10"], "gain_range"),
+                                        (["theory", "timescale", "--horizon", "0"], "horizon")])
 def test_theory_and_demo_inputs_name_the_field(argv, field, capsys, tmp_path):
     assert main([*argv, *(["--store", str(tmp_path)] if argv[0] == "demo" else [])]) == 2
     err = capsys.readouterr().err

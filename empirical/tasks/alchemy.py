@@ -152,7 +152,8 @@ class AlchemyTask:
         if self.variant != "withheld" and self.hops not in HOPS:
             raise ConfigError("hops", self.hops, f"one of {', '.join(map(str, HOPS))} for {self.variant}")
         if self.max_chemistries is not None and (isinstance(self.max_chemistries, bool) or self.max_chemistries < 1):
-            raise ConfigError("max_chemistries", self.max_chemistries, "a positive number, or None for all")
+            raise ConfigError("chemistries", self.max_chemistries, "a positive number of chemistries per split,"
+                                                                  " or None for all")
 
     @property
     def name(self) -> str:
