@@ -20,7 +20,7 @@ import pandas as pd
 from ..empirical.sweep import run_sweep
 from ..errors import ConfigError
 from ..paper_checks import CHECKS
-from ..paper_checks.base import distance, final_metric, reading_label
+from ..paper_checks.base import distance, final_metric, scale_text
 
 # The rows a cheap ranking runs: the core contrast, the cliff and the collapse of large decay.
 RANK_ROWS = (("W2", "no decay"), ("W2", "window [0,5000) 4e-3"), ("W1", "window [5000,10000) 4e-3"),
@@ -40,7 +40,8 @@ class Reading:
 
     @classmethod
     def parse(cls, text: str) -> "Reading":
-        """'FORM/SET[xSCALE][/bias]', e.g. l2/non_embedding, decoupled/matrices x333.3333333."""
+        """'FORM/SET[ xSCALE][/bias]', e.g. l2/non_embedding, decoupled/matrices x1000/3 (SCALE a
+        number or a fraction A/B; the label of a reading parses back to it)."""
         head = text.strip()
         bias = head.endswith("/bias")
         head = head[: -len("/bias")] if bias else head
@@ -48,8 +49,9 @@ class Reading:
         if " x" in head:
             head, s = head.rsplit(" x", 1)
             try:
-                scale = float(s)
-            except ValueError:
+                a, _, b = s.partition("/")
+                scale = float(a) / float(b) if b else float(a)
+            except (ValueError, ZeroDivisionError):
                 raise ConfigError("reading", text, "FORM/SET[ xSCALE][/bias], e.g. 'l2/non_embedding'") from None
         parts = head.split("/")
         if len(parts) != 2:
@@ -69,7 +71,10 @@ class Reading:
 
     @property
     def label(self) -> str:
-        return reading_label(self.options(), self.wd_scale)
+        """FORM/SET[ xSCALE][/bias]: what `parse` reads back."""
+        self.options()
+        return f"{self.decay_form}/{self.decay_set}" + (f" x{scale_text(self.wd_scale)}" if self.wd_scale != 1.0 else "") \
+            + ("/bias" if self.head_bias else "")
 
 
 DEFAULT_READINGS = (Reading("l2", "non_embedding"), Reading("decoupled", "matrices", 1000 / 3),
@@ -159,11 +164,22 @@ def score(per_run: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                         "n": int(len(v)), "distance": d, "within": bool(d <= tol) if np.isfinite(d) else False})
     rows = pd.DataFrame(out)
     judged = rows[rows.paper.notna()]
+    # rows measured under every reading: the only fair basis for a ranking
+    measured = judged[np.isfinite(judged.distance.astype(float))]
+    n_readings = judged.reading.nunique()
+    common = {k for k, g in measured.groupby(["claim", "variant"]) if g.reading.nunique() == n_readings}
+    judged = judged.assign(common=[(c, v) in common for c, v in zip(judged.claim, judged.variant)])
     rank = (judged.groupby(["reading", "hypothesis"], sort=False)
-            .agg(score=("distance", "mean"), within=("within", "sum"), rows=("distance", "size"),
-                 measured_rows=("distance", lambda d: int(np.isfinite(d).sum())))
+            .agg(score=("distance", lambda d: float(np.nanmean(d[judged.loc[d.index, "common"]]))
+                        if judged.loc[d.index, "common"].any() else np.nan),
+                 within=("within", lambda w: int(w[judged.loc[w.index, "common"]].sum())),
+                 common_rows=("common", "sum"),
+                 score_all=("distance", lambda d: float(np.nanmean(d)) if np.isfinite(d.astype(float)).any() else np.nan),
+                 within_all=("within", "sum"), rows=("distance", "size"),
+                 measured_rows=("distance", lambda d: int(np.isfinite(d.astype(float)).sum())))
             .reset_index().sort_values(["score", "within"], ascending=[True, False]))
-    rank["within"] = rank["within"].astype(int)
+    for c in ("within", "within_all", "common_rows"):
+        rank[c] = rank[c].astype(int)
     return rows, rank
 
 
@@ -171,9 +187,11 @@ def render(res: ReadingsResult, top_rows: int = 1) -> str:
     """The ranking (both hypotheses) and the per-claim rows of the best reading(s)."""
     from .table import format_table
     rank = res.ranking.to_dict(orient="records")
-    text = ["Readings ranked by mean |measured - paper| over the rows (within: rows inside the"
-            " check's tolerance):", format_table(rank, ["reading", "hypothesis", "score", "within", "rows",
-                                                      "measured_rows"])]
+    text = ["Readings ranked by the mean |measured - paper| over the rows measured under every reading"
+            " (common_rows; within: of those, rows inside the check's tolerance); score_all / within_all: over"
+            " each reading's own measured rows:",
+            format_table(rank, ["reading", "hypothesis", "score", "within", "common_rows", "score_all",
+                                "within_all", "measured_rows", "rows"])]
     for r in rank[:top_rows]:
         sub = res.rows[(res.rows.reading == r["reading"]) & (res.rows.hypothesis == r["hypothesis"])]
         text += ["", f"Rows of the best: {r['reading']} ({r['hypothesis']})",

@@ -102,7 +102,17 @@ def reading_label(reading: dict | None, wd_scale: float = 1.0) -> str:
     """'decoupled/matrices' (the toolkit's original reading), 'l2/non_embedding', '... x333'."""
     r = {**DEFAULT_READING, **(reading or {})}
     return config_reading_label(r["decay_form"], r["decay_set"], r["head_bias"]) + (
-        f" x{wd_scale:g}" if wd_scale != 1.0 else "")
+        f" x{scale_text(wd_scale)}" if wd_scale != 1.0 else "")
+
+
+def scale_text(scale: float) -> str:
+    """A decay scale as text that reads back to the same float: '1000/3' for 1000/3,
+    '333.3333333' for 333.3333333 (distinct scales, distinct runs, distinct labels)."""
+    from fractions import Fraction
+    f = Fraction(scale).limit_denominator(1000)
+    if f.denominator != 1 and float(f) == scale:
+        return f"{f.numerator}/{f.denominator}"
+    return f"{scale:.10g}"
 
 
 @dataclass(frozen=True)

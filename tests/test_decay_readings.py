@@ -128,8 +128,13 @@ def test_sweep_and_cli_take_the_reading(tmp_path, capsys):
 def test_reading_parse_and_labels():
     r = Reading.parse("decoupled/matrices x333.3333333")
     assert (r.decay_form, r.decay_set, r.wd_scale) == ("decoupled", "matrices", 333.3333333)
-    assert Reading.parse("l2/non_embedding/bias").label == "l2/non_embedding/head bias"
-    for bad, field in (("l2", "reading"), ("l3/matrices", "decay_form"), ("l2/matrices xbig", "reading")):
+    assert Reading.parse("l2/non_embedding/bias").label == "l2/non_embedding/bias"
+    for r in (Reading("decoupled", "matrices", 1000 / 3), Reading("decoupled", "matrices", 333.3333333),
+              Reading("l2", "all", 2.5, True)):
+        assert Reading.parse(r.label) == r                  # a label reads back to its reading
+    assert Reading("decoupled", "matrices", 1000 / 3).label == "decoupled/matrices x1000/3"
+    for bad, field in (("l2", "reading"), ("l3/matrices", "decay_form"), ("l2/matrices xbig", "reading"),
+                       ("l2/matrices x1/0", "reading")):
         with pytest.raises(ConfigError, match=field):
             Reading.parse(bad)
 
@@ -253,3 +258,16 @@ def test_mechanism_interventions_build_configs():
     assert train(f, progress=False).summary["status"] == "complete"
     with pytest.raises(ConfigError, match="freeze_second_moment"):
         TrainConfig(**TINY, optimizer="sgd", freeze_second_moment=5)
+
+
+def test_ranking_uses_only_rows_measured_under_every_reading():
+    rows = [("W2", "no decay"), ("W2", "window [0,5000) 4e-3"), ("W1", "window [5000,10000) 4e-3")]
+    vals = {"a": {"no decay": 0.15, "window [0,5000) 4e-3": 0.6, "window [5000,10000) 4e-3": 0.93},
+            "b": {"no decay": 0.15, "window [0,5000) 4e-3": float("nan"), "window [5000,10000) 4e-3": 0.93}}
+    recs = [{"reading": r, "claim": c, "variant": v, "task_seed": 0, "seed": 0, "run_id": f"{r}{v}",
+             "window_at_0": v.startswith("window [0,"), "measured": vals[r][v]} for r in vals for c, v in rows]
+    _, rank = score(pd.DataFrame(recs))
+    m = rank[rank.hypothesis == "as measured"].set_index("reading")
+    assert m.loc["a", "common_rows"] == 2 and m.loc["b", "common_rows"] == 2
+    assert m.loc["a", "score"] == pytest.approx(m.loc["b", "score"]) == pytest.approx((0.001 + 0.001) / 2)
+    assert m.loc["a", "score_all"] == pytest.approx((0.001 + 0.449 + 0.001) / 3)
