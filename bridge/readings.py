@@ -167,8 +167,9 @@ def score(per_run: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     # rows measured under every reading: the only fair basis for a ranking
     measured = judged[np.isfinite(judged.distance.astype(float))]
     n_readings = judged.reading.nunique()
-    common = {k for k, g in measured.groupby(["claim", "variant"]) if g.reading.nunique() == n_readings}
-    judged = judged.assign(common=[(c, v) in common for c, v in zip(judged.claim, judged.variant)])
+    common = {k for k, g in measured.groupby(["hypothesis", "claim", "variant"]) if g.reading.nunique() == n_readings}
+    judged = judged.assign(common=[(h, c, v) in common for h, c, v in zip(judged.hypothesis, judged.claim,
+                                                                        judged.variant)])
     rank = (judged.groupby(["reading", "hypothesis"], sort=False)
             .agg(score=("distance", lambda d: float(np.nanmean(d[judged.loc[d.index, "common"]]))
                         if judged.loc[d.index, "common"].any() else np.nan),
