@@ -29,11 +29,13 @@ def cmd_check(args):
         if getattr(args, f) is not None and getattr(args, f) < 1:
             raise ConfigError(f, getattr(args, f), "a count >= 1")
     store = RunStore(args.store)
+    if not args.train and any(hasattr(CHECKS[i], "configs") for i in ids):
+        store.require()
     ex = make_executor(args.executor, args.workers, args.scheduler)
     results, text = [], []
     try:
         for i in ids:
-            res = CHECKS[i].run(args.size, store, ex, not args.no_progress, **variation_args(args))
+            res = CHECKS[i].run(args.size, store, ex, not args.no_progress, train=args.train, **variation_args(args))
             if args.results:
                 path = write_result(res, args.results, args.command_line)
                 res["result_file"] = str(path)
@@ -81,6 +83,8 @@ def register(parser):
     parser.add_argument("--task-seeds", type=int, default=None,
                         help="paper size with this many task instances instead of the protocol's 3 (labelled)")
     add_reading_args(parser)
+    parser.add_argument("--no-train", dest="train", action="store_false",
+                        help="only read the store: missing runs are left out (n counts what is there)")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=cmd_check)

@@ -180,6 +180,9 @@ class EmpiricalCheck:
         if self.extra_rows is not None:
             rows += self.extra_rows(store, cfgs)
         v = verdict(rows, self.tolerance)
+        have = sum(store.status(c.run_id()) == "complete" for c in cfgs.values())
+        if have < len(cfgs):
+            v = f"{v} (incomplete: {have} of {len(cfgs)} runs in the store)"
         label = reading_label(reading, wd_scale)
         if label != reading_label(None):
             v = f"{v} (decay reading {label}: a variation, not the paper's literal protocol)"

@@ -132,3 +132,21 @@ def test_fewer_seeds_is_a_labelled_variation(tmp_path):
     assert write_result(res, tmp_path, "critwin check W7").name == "W7_paper_seeds3.json"
     code = main(["check", "W7", "--size", "paper", "--seeds", "0", "--json"])
     assert code == 2
+
+
+def test_check_without_training_reads_what_is_there(tmp_path, capsys):
+    """--no-train never starts a run; a check over an incomplete store says so in its verdict."""
+    import critwin.empirical.sweep.runner as runner
+    from critwin.paper_checks import CHECKS
+    from helpers import save_fake_run
+    from critwin.empirical import RunStore
+    store = RunStore(tmp_path / "runs")
+    cfgs = CHECKS["W2"].configs("paper", seeds=1, task_seeds=2)
+    first = next(iter(cfgs.values()))
+    save_fake_run(store, first, 0.2)
+    code = main(["check", "W2", "--size", "paper", "--seeds", "1", "--task-seeds", "2", "--store", str(tmp_path / "runs"),
+                 "--no-train", "--results", "", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 0 and "incomplete: 1 of 4 runs" in d["verdict"]
+    assert runner  # imported only to make sure nothing was patched
+    assert main(["check", "W2", "--size", "paper", "--store", str(tmp_path / "none"), "--no-train"]) == 2
