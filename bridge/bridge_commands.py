@@ -32,7 +32,8 @@ def cmd_compare(args):
     if not rows:
         return {"rows": []}, f"no onset sweeps (single-window runs) in {args.store}"
     frame = as_frame(rows)
-    cols = ["gamma", "width", "wd", "seeds", "onsets", "observed_first", "first_bracket", "observed_last", "last_bracket"]
+    cols = ["reading", "gamma", "width", "wd", "seeds", "onsets", "observed_first", "first_bracket", "observed_last",
+            "last_bracket"]
     for m in args.methods:
         cols += [f"{m}_t1", f"{m}_t2", f"{m}_first_error"]
     text = [format_table(frame.to_dict(orient="records"), cols),
@@ -92,7 +93,7 @@ def register(sub):
     p.add_argument("--gamma", type=float, nargs="+", default=None, help="only these gammas")
     p.add_argument("--threshold", type=float, default=0.5)
     p.add_argument("--metric", default="ood_acc")
-    p.add_argument("--methods", nargs="+", choices=("recipe", "recipe_run", "reduced", "full"),
+    p.add_argument("--methods", nargs="+", choices=("recipe", "recipe_run", "reduced", "full", "adamw"),
                    default=["recipe", "recipe_run", "reduced"],
                    help="recipe_run: the recipe with sigma_e and c_r of the runs' own initial embeddings")
     p.add_argument("--loss-norm", choices=("sum", "pair", "mean"), default="sum")

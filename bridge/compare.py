@@ -56,7 +56,9 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
     its bootstrap interval next to each method's predicted window, errors in steps.
 
     Methods: recipe (orthonormal keys, sigma_e = 1), recipe_run (sigma_e and c_r of the run's
-    own initial embeddings), reduced and full (derived equations / stylised flow). on_corrupt:
+    own initial embeddings), reduced and full (derived equations / stylised flow), adamw
+    (AdamW steps on the stylised model with the runs' decay form: l2 runs get the penalty
+    through Adam). on_corrupt:
     'raise' on a damaged run folder, or 'skip' it with a warning."""
     theory_options.setdefault("targets", "permutation")   # the Transformer's task
     summ = load_summaries(store, on_corrupt)
@@ -71,7 +73,7 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
         s = setting_for(cfg, **theory_options)
         total = int(cfg["steps"])
         pred = predicted_windows(s, [m for m in methods if m != "recipe_run"], width=width, wd=lam, total=total,
-                                 threshold=threshold)
+                                 threshold=threshold, decay_form=cfg.get("decay_form", "decoupled"))
         if "recipe_run" in methods:
             run = run_recipe(RunStore(store).load(cfg["run_id"]).config, s.delta)
             pred["recipe_run"] = {"t1_steps": float(run["t1_steps"][0]), "t2_steps": float(run["t2_steps"][0])}
