@@ -1,0 +1,79 @@
+"""Stage detection: the threshold rule by hand, change points on synthetic staged curves."""
+import numpy as np
+import pytest
+
+from critwin.bridge.stages import ChangePointStages, ThresholdStage, across_seeds
+from critwin.errors import ConfigError
+
+STEPS = np.arange(1, 201) * 10.0
+
+
+def staged_curve(rise_at=(300, 1200), levels=(0.1, 0.5, 0.95), dip=None):
+    """Piecewise-constant levels switching at given steps (a smooth-free 'stage' curve)."""
+    c = np.full(len(STEPS), levels[0])
+    for t, v in zip(rise_at, levels[1:]):
+        c[STEPS >= t] = v
+    if dip is not None:
+        a, b, v = dip
+        c[(STEPS >= a) & (STEPS < b)] = v
+    return c
+
+
+def test_threshold_rule_by_hand():
+    c = np.array([0.1, 0.95, 0.5, 0.96, 0.97, 0.98, 0.99])
+    s = np.arange(7) * 100.0
+    assert ThresholdStage(0.95, 3).fit(s, c).completion_ == 300.0       # 0.95 at 100 is not held 3 times
+    assert ThresholdStage(0.95, 1).fit(s, c).completion_ == 100.0
+    assert ThresholdStage(0.999, 3).fit(s, c).censored_
+    with pytest.raises(ConfigError, match="tau"):
+        ThresholdStage(1.5)
+
+
+def test_change_points_find_two_rises_in_order():
+    cp = ChangePointStages().fit(STEPS, staged_curve())
+    assert len(cp.rises_) == 2
+    (r1, r2) = cp.rises_
+    assert 200 <= r1["completion"] <= 400 and 900 <= r2["completion"] <= 1500   # log-grid resolution
+    assert r1["to"] == pytest.approx(0.5, abs=0.05) and r2["to"] == pytest.approx(0.95, abs=0.05)
+
+
+def test_a_dip_before_the_rise_is_a_stage_too():
+    c = staged_curve(rise_at=(1000,), levels=(0.6, 0.95), dip=(200, 1000, 0.38))
+    cp = ChangePointStages().fit(STEPS, c)
+    assert len(cp.dips_) == 1 and cp.dips_[0]["level"] == pytest.approx(0.38, abs=0.03)
+    assert cp.dips_[0]["depth"] == pytest.approx(0.22, abs=0.03)
+    assert len(cp.rises_) >= 1 and cp.rises_[-1]["to"] == pytest.approx(0.95, abs=0.03)
+
+
+def test_flat_curve_has_no_stages():
+    cp = ChangePointStages().fit(STEPS, np.full(len(STEPS), 0.3))
+    assert cp.rises_ == [] and cp.dips_ == []
+
+
+def test_across_seeds_keeps_censored_runs():
+    out = across_seeds([100.0, 200.0, float("nan")])
+    assert out["median"] == 200.0 and out["fraction_reached"] == pytest.approx(2 / 3)
+    assert across_seeds([float("nan"), float("nan"), 100.0])["median_censored"]
+    with pytest.raises(ConfigError, match="times"):
+        across_seeds([])
+
+
+def test_stages_command_on_stored_curves(tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    from critwin.bridge.cli import main
+    from critwin.empirical import Run, RunStore, TrainConfig
+    store = RunStore(tmp_path / "runs")
+    for seed, rise in ((0, 300), (1, 500), (2, None)):
+        cfg = TrainConfig(seed=seed, steps=2000)
+        curve = staged_curve(rise_at=(rise,), levels=(0.1, 0.97)) if rise else np.full(len(STEPS), 0.1)
+        m = pd.DataFrame({"step": STEPS.astype("int64"), "split": "test", "metric": "event_a", "value": curve})
+        store.save(Run(cfg.resolved(), m, {"status": "complete", "final": {}}, {}))
+    code = main(["stages", "--store", str(tmp_path / "runs"), "--metric", "event_a", "--out", str(tmp_path / "o"),
+                 "--json"])
+    d = json.loads(capsys.readouterr().out)
+    (row,) = d["summary"]
+    assert code == 0 and row["median"] == 500.0 and row["fraction_reached"] == pytest.approx(2 / 3)
+    assert sorted(r["stage_step"] for r in d["per_run"] if r["stage_step"] is not None) == [300.0, 500.0]
