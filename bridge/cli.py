@@ -50,6 +50,8 @@ GROUPS = {
                  " numbers over task instances and seeds, with and without the onset-0 hypothesis.",
                  "readings", "register", None),
     "alchemy": ("the Alchemy symbolic chemistry: export and show", None, "alchemy_commands", "register", "COMMAND"),
+    "scan": ("SCAN generated from its grammar: export the standard splits", None, "scan_commands", "register",
+             "COMMAND"),
     "stages": ("stage times of learning curves (threshold rule or change points), over seeds", None, "stages",
                "register", None),
     "phase": ("final OOD over decay strength x window onset x gamma, with predicted windows",
