@@ -60,7 +60,8 @@ def config_from_args(args, task: str) -> TrainConfig:
             "layers": args.layers, "init": args.init, "gamma": args.gamma, "head_bias": args.head_bias,
             "decay_form": args.decay_form, "decay_set": args.decay_set, "optimizer": args.optimizer,
             "freeze_second_moment": args.freeze_second_moment, "hops": getattr(args, "hops", None),
-            "chemistries": getattr(args, "chemistries", None) or None,
+            "chemistries": getattr(args, "chemistries", None) or None, "modulus": getattr(args, "p", None),
+            "train_frac": getattr(args, "train_frac", None),
             "lr": args.lr, "momentum": args.momentum, "batch_size": args.batch_size, "steps": args.steps,
             "wd": args.wd, "wd_window": args.wd_window, "budget_placement": args.budget_placement,
             "budget": args.budget, "width": args.width, "freeze": args.freeze, "seed": args.seed,
@@ -72,6 +73,10 @@ def config_from_args(args, task: str) -> TrainConfig:
 
 def cmd_anchor(args):
     return train_one(args, config_from_args(args, VARIANTS[args.variant]))
+
+
+def cmd_modarith(args):
+    return train_one(args, config_from_args(args, "modarith"))
 
 
 def cmd_alchemy(args):
@@ -122,6 +127,14 @@ def register(sub):
     p.add_argument("--variant", choices=tuple(VARIANTS), default="permutation")
     add_training_args(p)
     p.set_defaults(handler=cmd_anchor)
+
+    p = sub.add_parser("modarith", help="train on modular addition (a + b) mod p (the grokking control)",
+                       description="Train on (a + b) mod p; the summary's test_reach_step is the grokking step"
+                                   " (first evaluation with test accuracy >= 0.95; empty when never).")
+    p.add_argument("--p", type=int, default=67, help="the modulus")
+    p.add_argument("--train-frac", type=float, default=0.4, help="fraction of the p^2 pairs trained")
+    add_training_args(p)
+    p.set_defaults(handler=cmd_modarith)
 
     p = sub.add_parser("alchemy", help="train on an Alchemy latent-structure task",
                        description="Train the Transformer on the withheld-pair, composition or decomposition task;"

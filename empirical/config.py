@@ -11,7 +11,7 @@ from ..schedules import Schedule
 from .interventions.decay import DECAY_FORMS
 from .interventions.freeze import Freeze
 from .models.transformer import DECAY_SETS, ModelConfig
-from .tasks import TASKS, make_task
+from .tasks import TASK_OPTIONS, TASKS, make_task
 
 OPTIMIZERS = ("adamw", "sgd")
 DEVICES = ("cpu", "cuda")
@@ -19,7 +19,7 @@ CONFIG_VERSION = 1
 # Fields added after version 1, with the value every earlier run had: the run id hashes them
 # only when they differ from it, so runs stored before they existed keep their ids and meaning.
 ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices", "freeze_second_moment": None,
-                  "hops": None, "chemistries": None}
+                  "hops": None, "chemistries": None, "modulus": None, "train_frac": None}
 ADDED_MODEL_DEFAULTS = {"head_bias": False}
 
 
@@ -34,6 +34,8 @@ class TrainConfig:
     task_seed: int = 0
     hops: int | None = None          # Alchemy composition / decomposition: path length 2..5
     chemistries: int | None = None   # Alchemy: cap on chemistries per split (None = all 1,371 / 165)
+    modulus: int | None = None       # modarith: p (None = 67)
+    train_frac: float | None = None  # modarith: fraction of the p^2 pairs trained (None = 0.4)
     model: ModelConfig = ModelConfig()
     optimizer: str = "adamw"
     lr: float = 3e-3
@@ -73,7 +75,7 @@ class TrainConfig:
             raise ConfigError("freeze", self.freeze, "(component, step) pairs, e.g. (('layer0', 5000),)") from None
         if self.task not in TASKS:
             raise ConfigError("task", self.task, "one of " + ", ".join(TASKS))
-        make_task(self.task, self.task_seed, self.hops, self.chemistries)   # validates the task's options
+        make_task(self.task, self.task_seed, **self.task_options())   # validates the task's options
         if isinstance(self.model, dict):
             object.__setattr__(self, "model", ModelConfig(**self.model))
         for f in ("batch_size", "steps", "eval_every"):
@@ -110,6 +112,9 @@ class TrainConfig:
             Freeze(c, s)
             if not (0 <= s <= self.steps):
                 raise ConfigError("freeze", f"{c}@{s}", f"a step in [0, {self.steps}]")
+
+    def task_options(self) -> dict:
+        return {k: getattr(self, k) for k in TASK_OPTIONS}
 
     def schedule(self) -> Schedule:
         return Schedule(self.steps, self.wd_windows)

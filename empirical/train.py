@@ -22,6 +22,9 @@ from .store import Run
 from .tasks import make_task
 
 
+REACH_LEVEL = 0.95    # summary '<split>_reach_step': first evaluation with accuracy >= this (grokking step)
+
+
 def build_model(cfg: TrainConfig, vocab_size: int, seq_len: int, n_out: int | None = None) -> Transformer:
     return Transformer(cfg.model, vocab_size, seq_len, n_out)
 
@@ -64,7 +67,7 @@ def log_metrics(model, data, step: int, device, rows: list, mechanism: dict | No
 def initial_model(cfg: TrainConfig):
     """(model at its seeded initialisation, task data): exactly what `train` starts from."""
     torch.manual_seed(cfg.seed)
-    data = make_task(cfg.task, cfg.task_seed, cfg.hops, cfg.chemistries).generate()
+    data = make_task(cfg.task, cfg.task_seed, **cfg.task_options()).generate()
     return build_model(cfg, data.vocab_size, data.seq_len, data.info.get("n_classes")), data
 
 
@@ -130,7 +133,13 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None) -> Run:
     wall = time.perf_counter() - t0
     metrics = pd.DataFrame(rows, columns=["step", "split", "metric", "value"])
     metrics["step"] = metrics["step"].astype("int64")
-    summary = {"status": status, "error": error, "steps_done": int(metrics["step"].max()),
+    reach = {}
+    for split in data.splits:
+        if split != "train":
+            acc = metrics[(metrics.split == split) & (metrics.metric == "acc")].sort_values("step")
+            hit = acc[acc.value >= REACH_LEVEL]
+            reach[f"{split}_reach_step"] = int(hit.step.iloc[0]) if len(hit) else None   # None: censored
+    summary = {"status": status, "error": error, "steps_done": int(metrics["step"].max()), **reach,
                "wall_seconds": wall, "seconds_per_step": wall / max(1, int(metrics["step"].max())),
                "final": last, "n_parameters": sum(p.numel() for p in model.parameters()),
                "task_info": {k: v for k, v in data.info.items() if k in ("chance", "id_modulus")}}

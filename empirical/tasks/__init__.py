@@ -4,22 +4,31 @@ from .alchemy import AlchemyTask
 from .anchor_permutation import PermutationAnchorTask
 from .anchor_shift import ShiftAnchorTask
 from .base import Split, TaskData
+from .modarith import ModularAdditionTask
 
 TASKS = {"anchor_permutation": PermutationAnchorTask, "anchor_shift": ShiftAnchorTask,
-         "alchemy_withheld": AlchemyTask, "alchemy_composition": AlchemyTask, "alchemy_decomposition": AlchemyTask}
-TASK_OPTIONS = ("hops", "chemistries")      # task options beyond the seed (Alchemy only)
+         "alchemy_withheld": AlchemyTask, "alchemy_composition": AlchemyTask, "alchemy_decomposition": AlchemyTask,
+         "modarith": ModularAdditionTask}
+# Task options beyond the seed (config fields, None = the task's default), and who takes them.
+TASK_OPTIONS = ("hops", "chemistries", "modulus", "train_frac")
+TAKES = {"alchemy_withheld": ("hops", "chemistries"), "alchemy_composition": ("hops", "chemistries"),
+         "alchemy_decomposition": ("hops", "chemistries"), "modarith": ("modulus", "train_frac")}
 
 
-def make_task(name: str, seed: int = 0, hops: int | None = None, chemistries: int | None = None):
-    """A task generator by name; hops and chemistries are Alchemy's options and refused elsewhere."""
+def make_task(name: str, seed: int = 0, **options):
+    """A task generator by name; options a task does not take are refused, naming them."""
     if name not in TASKS:
         raise ConfigError("task", name, "one of " + ", ".join(TASKS))
+    given = {k: v for k, v in options.items() if v is not None}
+    for k, v in given.items():
+        if k not in TAKES.get(name, ()):
+            takes = ", ".join(TAKES.get(name, ())) or "none"
+            raise ConfigError(k, v, f"an option of another task (task {name} takes: {takes})")
     if name.startswith("alchemy_"):
-        return AlchemyTask(name[len("alchemy_"):], hops, seed, chemistries)
-    for opt, v in (("hops", hops), ("chemistries", chemistries)):
-        if v is not None:
-            raise ConfigError(opt, v, f"an Alchemy option (task {name} has none)")
+        return AlchemyTask(name[len("alchemy_"):], given.get("hops"), seed, given.get("chemistries"))
+    if name == "modarith":
+        return ModularAdditionTask(given.get("modulus", 67), given.get("train_frac", 0.4), seed)
     return TASKS[name](seed=seed)
 
 
-__all__ = ["TASKS", "TASK_OPTIONS", "AlchemyTask", "PermutationAnchorTask", "ShiftAnchorTask", "Split", "TaskData", "make_task"]
+__all__ = ["TASKS", "TASK_OPTIONS", "AlchemyTask", "ModularAdditionTask", "PermutationAnchorTask", "ShiftAnchorTask", "Split", "TaskData", "make_task"]
