@@ -61,7 +61,7 @@ def config_from_args(args, task: str) -> TrainConfig:
             "decay_form": args.decay_form, "decay_set": args.decay_set, "optimizer": args.optimizer,
             "freeze_second_moment": args.freeze_second_moment, "hops": getattr(args, "hops", None),
             "chemistries": getattr(args, "chemistries", None) or None, "modulus": getattr(args, "p", None),
-            "train_frac": getattr(args, "train_frac", None),
+            "train_frac": getattr(args, "train_frac", None), "ablation": getattr(args, "ablation", None) or None,
             "lr": args.lr, "momentum": args.momentum, "batch_size": args.batch_size, "steps": args.steps,
             "wd": args.wd, "wd_window": args.wd_window, "budget_placement": args.budget_placement,
             "budget": args.budget, "width": args.width, "freeze": args.freeze, "seed": args.seed,
@@ -141,6 +141,8 @@ def register(sub):
                                    " every evaluation logs events A, B, C, P(B|A), P(C|A,B) on held-out chemistries.")
     p.add_argument("--task", choices=("withheld", "composition", "decomposition"), default="withheld")
     p.add_argument("--hops", type=int, default=None, help="composition / decomposition: path length 2..5")
+    p.add_argument("--ablation", action="store_true",
+                   help="also evaluate held-out queries with the query's reward token / every reward token hidden")
     p.add_argument("--chemistries", type=int, default=200,
                    help="chemistries per split at most (of 1,371 training / 165 held-out); 0 = all")
     p.add_argument("--size", choices=("cpu", "paper"), default="cpu",

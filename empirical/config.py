@@ -19,7 +19,7 @@ CONFIG_VERSION = 1
 # Fields added after version 1, with the value every earlier run had: the run id hashes them
 # only when they differ from it, so runs stored before they existed keep their ids and meaning.
 ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices", "freeze_second_moment": None,
-                  "hops": None, "chemistries": None, "modulus": None, "train_frac": None}
+                  "hops": None, "chemistries": None, "ablation": None, "modulus": None, "train_frac": None}
 ADDED_MODEL_DEFAULTS = {"head_bias": False}
 
 
@@ -34,6 +34,7 @@ class TrainConfig:
     task_seed: int = 0
     hops: int | None = None          # Alchemy composition / decomposition: path length 2..5
     chemistries: int | None = None   # Alchemy: cap on chemistries per split (None = all 1,371 / 165)
+    ablation: bool | None = None     # Alchemy: also evaluate with reward tokens replaced by <unk>
     modulus: int | None = None       # modarith: p (None = 67)
     train_frac: float | None = None  # modarith: fraction of the p^2 pairs trained (None = 0.4)
     model: ModelConfig = ModelConfig()

@@ -147,3 +147,16 @@ def test_alchemy_trains_and_logs_event_curves(tmp_path, capsys):
     assert sorted(m.step.unique()) == [0, 10, 20]
     assert main(["train", "alchemy", "--task", "composition", "--hops", "7", "--store", str(tmp_path)]) == 2
     assert main(["train", "anchor", "--steps", "10", "--store", str(tmp_path)]) == 0     # anchor unchanged
+
+
+def test_reward_ablation_splits_hide_reward_tokens():
+    data = AlchemyTask("withheld", seed=0, max_chemistries=2, ablation=True).generate()
+    te, q, a = (data.splits[k] for k in ("test", "test_ablate_query", "test_ablate_rewards"))
+    rewards = [TOKEN[r] for r in ("-3", "-1", "1", "3")]
+    n_rewards = np.isin(te.inputs, rewards).sum(axis=1)
+    assert (np.isin(a.inputs, rewards).sum(axis=1) == 0).all() and (a.inputs == TOKEN["<unk>"]).sum() == n_rewards.sum()
+    assert (np.isin(q.inputs, rewards).sum(axis=1) == n_rewards - 1).all()
+    # the query's reward is the 4th token of the query stone: 4 + potions + <io> from the end
+    pos = te.inputs.shape[1] - 1 - 1 - 1
+    assert (q.inputs[:, pos] == TOKEN["<unk>"]).all() and np.isin(te.inputs[:, pos], rewards).all()
+    np.testing.assert_array_equal(q.targets, te.targets)

@@ -10,9 +10,10 @@ TASKS = {"anchor_permutation": PermutationAnchorTask, "anchor_shift": ShiftAncho
          "alchemy_withheld": AlchemyTask, "alchemy_composition": AlchemyTask, "alchemy_decomposition": AlchemyTask,
          "modarith": ModularAdditionTask}
 # Task options beyond the seed (config fields, None = the task's default), and who takes them.
-TASK_OPTIONS = ("hops", "chemistries", "modulus", "train_frac")
-TAKES = {"alchemy_withheld": ("hops", "chemistries"), "alchemy_composition": ("hops", "chemistries"),
-         "alchemy_decomposition": ("hops", "chemistries"), "modarith": ("modulus", "train_frac")}
+TASK_OPTIONS = ("hops", "chemistries", "ablation", "modulus", "train_frac")
+_ALCHEMY = ("hops", "chemistries", "ablation")
+TAKES = {"alchemy_withheld": _ALCHEMY, "alchemy_composition": _ALCHEMY, "alchemy_decomposition": _ALCHEMY,
+         "modarith": ("modulus", "train_frac")}
 
 
 def make_task(name: str, seed: int = 0, **options):
@@ -25,7 +26,8 @@ def make_task(name: str, seed: int = 0, **options):
             takes = ", ".join(TAKES.get(name, ())) or "none"
             raise ConfigError(k, v, f"an option of another task (task {name} takes: {takes})")
     if name.startswith("alchemy_"):
-        return AlchemyTask(name[len("alchemy_"):], given.get("hops"), seed, given.get("chemistries"))
+        return AlchemyTask(name[len("alchemy_"):], given.get("hops"), seed, given.get("chemistries"),
+                           bool(given.get("ablation", False)))
     if name == "modarith":
         return ModularAdditionTask(given.get("modulus", 67), given.get("train_frac", 0.4), seed)
     return TASKS[name](seed=seed)

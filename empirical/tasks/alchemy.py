@@ -117,6 +117,21 @@ def make_episode(chem: Chemistry, variant: str, hops: int | None, rng: np.random
     return Episode(chem, tuple(support[j] for j in order), tuple(queries))
 
 
+REWARD_TOKENS = tuple(TOKEN[str(r)] for r in REWARDS)
+
+
+def ablated_splits(split: Split) -> dict:
+    """The split with reward tokens replaced by <unk>: the query stone's only, or all of them."""
+    is_reward = np.isin(split.inputs, REWARD_TOKENS)
+    real = np.arange(split.inputs.shape[1])[None, :] < split.extra["lengths"][:, None]
+    all_r = np.where(is_reward & real, TOKEN["<unk>"], split.inputs)
+    last = np.where(is_reward & real, np.arange(split.inputs.shape[1])[None, :], -1).max(axis=1)   # the query's
+    query = split.inputs.copy()
+    query[np.arange(len(query)), last] = TOKEN["<unk>"]
+    return {"test_ablate_query": Split(query, split.targets, split.extra),
+            "test_ablate_rewards": Split(all_r, split.targets, split.extra)}
+
+
 def encode_support(ep: Episode) -> list[int]:
     """Token ids of the support items, each closed by <item_sep>."""
     stone = {corner(i): stone_tokens(ep.chemistry, corner(i)) for i in range(8)}
@@ -137,12 +152,15 @@ class AlchemyTask:
     """One Alchemy variant; `hops` for composition and decomposition (2..5), none for withheld.
 
     Training and held-out chemistries are the seeded 1,371 / 165 split of the complete ones;
-    `max_chemistries` caps each split (a CPU-scale option; None = all)."""
+    `max_chemistries` caps each split (a CPU-scale option; None = all). With `ablation`, two
+    more evaluation splits hold the held-out queries with the query stone's reward token, or
+    every reward token, replaced by <unk> (`test_ablate_query`, `test_ablate_rewards`)."""
 
     variant: str = "withheld"
     hops: int | None = None
     seed: int = 0
     max_chemistries: int | None = None
+    ablation: bool = False
 
     def __post_init__(self):
         if self.variant not in VARIANTS:
@@ -199,6 +217,8 @@ class AlchemyTask:
     def generate(self) -> TaskData:
         eps = self.episodes()
         splits = {name: self._split(e) for name, e in eps.items()}
+        if self.ablation:
+            splits.update(ablated_splits(splits["test"]))
         return TaskData(self.name, len(VOCAB), max(s.inputs.shape[1] for s in splits.values()), splits,
                         {"chance": 1.0 / N_CLASSES, "n_classes": N_CLASSES, "variant": self.variant,
                          "hops": self.hops, "chemistries": {k: [ep.chemistry.id for ep in v] for k, v in eps.items()}})
