@@ -54,6 +54,8 @@ GROUPS = {
              "COMMAND"),
     "stages": ("stage times of learning curves (threshold rule or change points), over seeds", None, "stages",
                "register", None),
+    "plasticity": ("freeze a component from each step t_f: how much later a stage comes (the window)", None,
+                   "stages", "register_plasticity", None),
     "phase": ("final OOD over decay strength x window onset x gamma, with predicted windows",
               "The (lambda, onset, gamma) map under one decay reading; resumable runs in the store.",
               "phase", "register", None),

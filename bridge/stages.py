@@ -177,3 +177,94 @@ def register(p):
     p.add_argument("--out", default="critwin-out")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_stages)
+
+
+def plasticity_window(base: dict, component: str, freeze_steps, seeds, store, metric: str = "event_c",
+                      split: str = "test", delay: float = 0.0, n: int = 3, executor=None, train: bool = True,
+                      progress: bool = True):
+    """Freeze `component` from each step t_f to the end (training from scratch is the baseline
+    up to t_f exactly, so no checkpoint is needed), detect the stage of `metric` per run, and
+    compare with the unfrozen baseline: delta = stage time (frozen) - stage time (baseline),
+    a stage never reached counting as the end of training. The window is the t_f where the
+    mean delta over seeds exceeds `delay`."""
+    import pandas as pd
+
+    from ..empirical.sweep import config_from_flat, run_sweep
+    cfgs = {(None, s): config_from_flat({**base, "seed": s}) for s in seeds}
+    for tf in freeze_steps:
+        for s in seeds:
+            cfgs[(tf, s)] = config_from_flat({**base, "seed": s, "freeze": f"{component}@{int(tf)}"})
+    if train:
+        run_sweep(list(cfgs.values()), store, executor, progress=progress)
+    tau = STAGE_TAUS.get(metric, 0.9)
+    rows = []
+    for (tf, s), c in cfgs.items():
+        if store.status(c.run_id()) != "complete":
+            continue
+        m = store.load(c.run_id()).metrics
+        curve = m[(m.split == split) & (m.metric == metric)].sort_values("step")
+        if curve.empty:
+            raise ConfigError("metric", metric, f"a curve the runs log on split '{split}'")
+        t = ThresholdStage(tau, n).fit(curve.step, curve.value).completion_
+        rows.append({"freeze_step": tf, "seed": s, "stage_step": t,
+                     "stage_or_end": t if np.isfinite(t) else float(c.steps)})
+    per_run = pd.DataFrame(rows)
+    if per_run.empty:
+        return per_run, pd.DataFrame()
+    base_t = per_run[per_run.freeze_step.isna()].set_index("seed").stage_or_end
+    fr = per_run[per_run.freeze_step.notna()].copy()
+    fr["delta"] = fr.stage_or_end - fr.seed.map(base_t)
+    table = (fr.groupby("freeze_step").agg(delta_mean=("delta", "mean"), delta_max=("delta", "max"),
+                                           reached=("stage_step", lambda v: float(np.isfinite(v).mean())),
+                                           seeds=("seed", "size")).reset_index())
+    table["in_window"] = table.delta_mean > delay
+    return per_run, table
+
+
+def cmd_plasticity(args):
+    from pathlib import Path
+
+    from ..empirical import RunStore
+    from ..empirical.sweep import SweepSpec, make_executor
+    from .table import format_table
+    base = SweepSpec().with_sets(args.set).base
+    if args.every < 1 or args.stop <= args.start:
+        raise ConfigError("every", args.every, "a positive step between --start and a larger --stop")
+    steps = list(range(args.start, args.stop + 1, args.every))
+    store = RunStore(args.store)
+    ex = make_executor(args.executor, args.workers, args.scheduler) if args.train else None
+    try:
+        per_run, table = plasticity_window(base, args.component, steps, range(args.seeds), store, args.metric,
+                                           args.split, args.delay, args.n, ex, args.train, not args.no_progress)
+    finally:
+        if ex is not None:
+            ex.close()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / f"plasticity_{args.component}.csv", index=False)
+    window = table[table.in_window].freeze_step.tolist() if len(table) else []
+    text = [format_table(table.to_dict(orient="records")),
+            f"plasticity window of {args.component} for {args.metric}: freeze steps {window or 'none'} delay the stage"
+            f" by more than {args.delay:g} steps (mean over {args.seeds} seeds; never reached = end of training)"]
+    return {"table": table.to_dict(orient="records"), "window": window}, "\n".join(text)
+
+
+def register_plasticity(p):
+    from .sweep_commands import add_executor_args
+    p.add_argument("--set", action="append", metavar="KEY=V", help="base config (e.g. task=alchemy_withheld)")
+    p.add_argument("--component", default="layer0", help="embedding, layerI, layerI.attn, layerI.mlp, unembed")
+    p.add_argument("--start", type=int, default=0)
+    p.add_argument("--stop", type=int, default=3000)
+    p.add_argument("--every", type=int, default=500, help="freeze steps start, start+every, ..., stop")
+    p.add_argument("--seeds", type=int, default=2)
+    p.add_argument("--metric", default="event_c")
+    p.add_argument("--split", default="test")
+    p.add_argument("--delay", type=float, default=0.0, help="the window: mean delay above this many steps")
+    p.add_argument("--n", type=int, default=3)
+    p.add_argument("--store", default="runs")
+    p.add_argument("--no-train", dest="train", action="store_false")
+    add_executor_args(p)
+    p.add_argument("--out", default="critwin-out")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_plasticity)

@@ -77,3 +77,27 @@ def test_stages_command_on_stored_curves(tmp_path, capsys):
     (row,) = d["summary"]
     assert code == 0 and row["median"] == 500.0 and row["fraction_reached"] == pytest.approx(2 / 3)
     assert sorted(r["stage_step"] for r in d["per_run"] if r["stage_step"] is not None) == [300.0, 500.0]
+
+
+def test_plasticity_window_from_stored_curves(tmp_path):
+    """Frozen runs whose stage comes later than the baseline's: the window is where the delay
+    exceeds the threshold; a stage never reached counts as the end of training."""
+    import pandas as pd
+
+    from critwin.bridge.stages import plasticity_window
+    from critwin.empirical import Run, RunStore
+    from critwin.empirical.sweep import config_from_flat
+    store = RunStore(tmp_path / "runs")
+    base = {"steps": 2000, "d": 16}
+    stage = {None: 500, 100: 1500, 400: None, 1000: 500}       # frozen at 100: later; at 400: never
+    for tf, t in stage.items():
+        for s in (0, 1):
+            flat = {**base, "seed": s} if tf is None else {**base, "seed": s, "freeze": f"layer0@{tf}"}
+            cfg = config_from_flat(flat)
+            curve = staged_curve(rise_at=(t,), levels=(0.1, 0.97)) if t else np.full(len(STEPS), 0.1)
+            m = pd.DataFrame({"step": STEPS.astype("int64"), "split": "test", "metric": "event_c", "value": curve})
+            store.save(Run(cfg.resolved(), m, {"status": "complete", "final": {}}, {}))
+    _, table = plasticity_window(base, "layer0", [100, 400, 1000], [0, 1], store, delay=100, train=False)
+    t = table.set_index("freeze_step")
+    assert t.loc[100, "delta_mean"] == 1000 and t.loc[400, "delta_mean"] == 1500 and t.loc[1000, "delta_mean"] == 0
+    assert list(t.in_window) == [True, True, False] and t.loc[400, "reached"] == 0.0
