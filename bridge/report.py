@@ -8,6 +8,7 @@ import numpy as np
 from .. import theory as th
 from ..empirical import RunStore, load_summaries
 from ..paper_checks import CHECKS
+from ..paper_checks.base import DEFAULT_READING, reading_label
 from . import figures
 from .compare import as_frame, compare
 from .fit import fit_columns, fit_store, fit_summary
@@ -19,13 +20,25 @@ def _md_table(rows: list[dict], cols: list[str]) -> str:
     return "```\n" + format_table(rows, cols) + "\n```"
 
 
+def _readings_in(summ) -> list[dict]:
+    """The decay readings (form, set, head bias) of the store's decayed runs; the default first."""
+    found = [{}]
+    if len(summ) and "decay_form" in summ:
+        dec = summ[summ.wd_windows != "none"]
+        for (form, dset, bias), _ in dec.groupby(["decay_form", "decay_set", "head_bias"]):
+            r = {"decay_form": form, "decay_set": dset, "head_bias": bool(bias)}
+            if r != DEFAULT_READING:
+                found.append(r)
+    return found
+
+
 def _seed_counts(chk) -> list:
-    """(task instances, seeds): the protocol's first, then fewer (seeds down to 2, one task
-    instance) for stores run with --seeds / --task-seeds."""
+    """(task instances, seeds): the protocol's first, then fewer (seeds down to 1, one task
+    instance) for stores run with --seeds / --task-seeds (labelled as such in the verdict)."""
     full = getattr(chk, "seeds", None)
     if not full:
         return [{}]
-    seeds = [full] + list(range(full - 1, 1, -1))
+    seeds = [full] + list(range(full - 1, 0, -1))
     return [{"task_seeds": t, "seeds": n} for t in (chk.task_seeds, 1) for n in seeds]
 
 
@@ -43,22 +56,24 @@ def build_report(store, out, threshold: float = 0.5, wd_scales=(1.0,), fit_gamma
                                  if len(summ) else "none") + (f"; {len(problems)} damaged folders" if problems else ""),
           ""]
     md += ["## Paper checks", ""]
+    readings = _readings_in(summ)
     for cid, chk in CHECKS.items():
-        scales = wd_scales if hasattr(chk, "configs") else wd_scales[:1]    # theory checks: once
+        variations = [(f, r) for r in readings for f in wd_scales] if hasattr(chk, "configs") else [(1.0, {})]
         present = []
-        for f in scales:
-            complete = [n for n in _seed_counts(chk) if not chk.missing("paper", rs, wd_scale=f, **n)]
+        for f, r in variations:
+            complete = [n for n in _seed_counts(chk) if not chk.missing("paper", rs, wd_scale=f, reading=r, **n)]
             if complete:
-                present.append((f, complete[0]))       # the most seeds stored at this scale
+                present.append((f, r, complete[0]))       # the most seeds stored for this variation
         if not present:
-            f = min(scales, key=lambda f: chk.missing("paper", rs, wd_scale=f))
-            flag = f" --wd-scale {f:g}" if f != 1.0 else ""
+            f = min(wd_scales, key=lambda f: chk.missing("paper", rs, wd_scale=f))
+            flag = f" --wd-scale {f!r}" if f != 1.0 else ""
             md += [f"- **{cid}**: {chk.missing('paper', rs, wd_scale=f)} paper-size runs missing"
                    f" (`critwin check {cid} --size paper --store {store}{flag}`)", ""]
-        for f, n in present:
-            res = chk.run("paper", rs, train=False, progress=False, wd_scale=f, **n)
-            cols = ["value", "paper", "measured"] + (["sd", "n"] if "sd" in res["rows"][0] else [])
-            md += [f"### {cid}: {res['claim']}" + (f" (decay x{f:g})" if f != 1.0 else ""), "",
+        for f, r, n in present:
+            res = chk.run("paper", rs, train=False, progress=False, wd_scale=f, reading=r, **n)
+            cols = ["value", "paper", "measured"] + (["sd", "n", "instance_share"] if "sd" in res["rows"][0] else [])
+            label = reading_label(r, f)
+            md += [f"### {cid}: {res['claim']}" + (f" ({label})" if label != reading_label(None) else ""), "",
                    _md_table(res["rows"], cols), "",
                    f"**Verdict: {res['verdict']}**" + (f" (tolerance {res['tolerance']})" if "tolerance" in res else ""),
                    ""]
