@@ -211,14 +211,14 @@ def plot_readings(res, path) -> Path:
                 ax.plot([g.measured.mean()] * 2, [yi - 0.3, yi + 0.3], "k-", lw=2,
                         label="mean" if yi == len(keys) - 1 else None)
         s = rank.loc[(reading, "as measured")] if (reading, "as measured") in rank.index else None
-        ax.set_title(reading + (f"\nscore {s['score']:.3f}, {s['within']}/{s['rows']} within" if s is not None
-                                else ""), fontsize=8)
+        ax.set_title(reading + (f"\nscore {s['score']:.3f}, {int(s['within'])} of {int(s['common_rows'])} rows within"
+                                if s is not None else ""), fontsize=8)
         ax.set_xlim(-0.03, 1.03)
         ax.set_xlabel("final OOD accuracy")
         ax.grid(axis="x", alpha=0.3)
     axes[0][0].set_yticks(list(y.values()))
     axes[0][0].set_yticklabels([f"{c} {v}" for c, v in y], fontsize=7)
-    axes[0][-1].legend(fontsize=6, loc="lower right")
+    axes[0][-1].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return _save(fig, path)
 
 
