@@ -142,8 +142,10 @@ def cmd_predict(args):
               threshold=args.threshold, decay_form=args.decay_form, init_seeds=args.init_seeds)
     if args.method in ("full", "adamw"):
         rows = []
-        for g in tqdm(gammas, desc="full-flow onset sweeps", unit="gamma", leave=False):
-            rows += th.predict(s, [g], **kw)
+        with tqdm(total=len(gammas) * args.init_seeds * args.steps, desc=f"{args.method} onset sweeps"
+                  f" ({len(gammas)} gamma x {args.init_seeds} init)", unit="step", leave=False) as bar:
+            for g in gammas:
+                rows += th.predict(s, [g], **kw, progress=bar.update)
     else:
         rows = th.predict(s, gammas, **kw)
     payload = {"setting": s.to_dict(), "sigma_def_text": SIGMA_DEF_TEXT[s.sigma_def], "rows": rows}

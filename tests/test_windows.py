@@ -81,3 +81,11 @@ def test_full_prediction_reports_the_spread_over_inits():
     from critwin.errors import ConfigError
     with pytest.raises(ConfigError, match="init_seeds"):
         predict(s, 0.5, "full", init_seeds=0)
+
+
+def test_full_prediction_reports_progress_in_steps():
+    from critwin.theory import StylisedSetting, predict
+    s = StylisedSetting(d=8, keys=4, anchors=4, train_pairs=10, gamma=0.5, eta=1e-2, embeddings="unit", seed=3)
+    seen = []
+    predict(s, 0.5, "full", width=100, wd=2.0, total=400, onsets=[0, 300], init_seeds=2, progress=seen.append)
+    assert sum(seen) == 2 * 400 and len(seen) > 2

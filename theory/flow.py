@@ -117,13 +117,14 @@ def _rhs(p: Problem, k: Kernel, like: FlowState, lam: np.ndarray, train_memoriza
 
 def integrate_flow(p: Problem, q: Params, schedules, eta: float, eval_steps,
                    rtol: float = 1e-6, atol: float = 1e-9, method: str = "RK45",
-                   train_memorization: bool = True):
+                   train_memorization: bool = True, progress=None):
     """Gradient flow from `q` under one schedule per batch member.
 
     Time is continuous, t = step * eta; the integration restarts at every schedule edge
     (the union over members), so no edge is stepped over. train_memorization=False freezes
     every M_ij at its init (no gradient, no decay) to isolate the shared path. Returns (steps, traj, state)
-    where traj[name] has shape (len(steps), B).
+    where traj[name] has shape (len(steps), B). `progress`, if given, is called with the steps
+    integrated after every schedule segment.
     """
     if isinstance(schedules, Schedule):
         schedules = [schedules] * q.W1.shape[0]
@@ -156,5 +157,7 @@ def integrate_flow(p: Problem, q: Params, schedules, eta: float, eval_steps,
         for col in range(len(want)):
             record(_unpack(sol.y[:, col], state))
         y = sol.y[:, -1]
+        if progress is not None:
+            progress(b - a)
     traj = {n: np.array(v) for n, v in records.items()}
     return steps, traj, _unpack(y, state)

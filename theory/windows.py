@@ -85,7 +85,7 @@ def default_onsets(width: float, total: int, n: int = 11) -> np.ndarray:
 
 def simulate(s: StylisedSetting, schedules, gamma=None, engine: str = "reduced",
              law: str = "bilinear", seed: int = 0, eval_steps=None,
-             decay_form: str = "decoupled") -> tuple[np.ndarray, dict]:
+             decay_form: str = "decoupled", progress=None) -> tuple[np.ndarray, dict]:
     """Outcome of each schedule (one system per schedule x gamma) on one engine.
 
     Engines: the reduced equations, the full gradient flow, or discrete GD / momentum /
@@ -112,23 +112,24 @@ def simulate(s: StylisedSetting, schedules, gamma=None, engine: str = "reduced",
     p = build_problem(s)
     q = init_params(p, gam, np.full(len(gam), seed))
     if engine == "full":
-        steps, traj, _ = integrate_flow(p, q, systems, s.eta, eval_steps)
+        steps, traj, _ = integrate_flow(p, q, systems, s.eta, eval_steps, progress=progress)
         return steps, traj
     want = np.unique(np.clip(np.asarray(eval_steps, dtype=float), 0, total))
     every = int(np.gcd.reduce(np.append(want[want > 0].astype(int), total)))
-    steps, traj, _ = run_discrete(p, q, systems, s.eta, engine, eval_every=max(1, every), decay_form=decay_form)
+    steps, traj, _ = run_discrete(p, q, systems, s.eta, engine, eval_every=max(1, every), decay_form=decay_form,
+                                  progress=progress)
     keep = np.isin(steps, want)
     return steps[keep], {k: np.asarray(v)[keep] for k, v in traj.items()}
 
 
 def onset_sweep(s: StylisedSetting, gamma=None, onsets=None, width: float = 5000,
                 wd: float = 4e-3, total: int = 20000, engine: str = "reduced",
-                law: str = "bilinear", seed: int = 0, decay_form: str = "decoupled") -> dict:
+                law: str = "bilinear", seed: int = 0, decay_form: str = "decoupled", progress=None) -> dict:
     """Final reasoning fraction for each onset (rows: gamma), plus the no-decay baseline."""
     g = _gammas(s, gamma)
     onsets = default_onsets(width, total) if onsets is None else np.asarray(onsets, dtype=float)
     scheds = [Schedule.none(total)] + window_schedules(onsets, width, wd, total)
-    _, traj = simulate(s, scheds, g, engine, law, seed, eval_steps=[total], decay_form=decay_form)
+    _, traj = simulate(s, scheds, g, engine, law, seed, eval_steps=[total], decay_form=decay_form, progress=progress)
     frac = traj["reasoning_fraction"][-1].reshape(len(g), len(scheds))
     return {"gamma": g, "onsets": onsets, "baseline": frac[:, 0], "fraction": frac[:, 1:]}
 
@@ -155,7 +156,7 @@ def onset_window(onsets: np.ndarray, fraction: np.ndarray, threshold: float) -> 
 def predict(s: StylisedSetting, gamma=None, method: str = "recipe", law: str = "bilinear",
             width: float = 5000, wd: float = 4e-3, total: int = 20000, onsets=None,
             threshold: float = 0.5, seed: int = 0, decay_form: str = "decoupled",
-            init_seeds: int = 1) -> list[dict]:
+            init_seeds: int = 1, progress=None) -> list[dict]:
     """One row per gamma: the method's rates and its window in steps.
 
     recipe and reduced give the delta-window (t1, t2); full gives the onset window of the
@@ -188,7 +189,8 @@ def predict(s: StylisedSetting, gamma=None, method: str = "recipe", law: str = "
         raise ConfigError("init_seeds", init_seeds, "a number of init seeds >= 1")
     if method in ("reduced", "full", "adamw"):
         n_init = 1 if method == "reduced" else int(init_seeds)
-        sweeps = [onset_sweep(s, g, onsets, width, wd, total, method, law, seed + i, decay_form) for i in range(n_init)]
+        sweeps = [onset_sweep(s, g, onsets, width, wd, total, method, law, seed + i, decay_form,
+                              progress if method != "reduced" else None) for i in range(n_init)]
         sweep = sweeps[0]
         fr = np.stack([sw["fraction"] for sw in sweeps])           # (inits, gammas, onsets)
         r = compute_rates(s, g)
