@@ -23,6 +23,12 @@ def setting_for(config_row: dict, **theory_options) -> th.StylisedSetting:
                               **sizes, **theory_options)
 
 
+def config_setting(cfg, gamma=None, **theory_options) -> th.StylisedSetting:
+    """The stylised setting of a TrainConfig (gamma: the config's unless given)."""
+    return setting_for({"task": cfg.task, "gamma": cfg.model.gamma if gamma is None else gamma,
+                        "init": cfg.model.init, "d": cfg.model.d, "lr": cfg.lr}, **theory_options)
+
+
 def run_recipe(config: dict, delta: float = 0.5, sigma_def: str = "gram") -> dict:
     """The recipe window with sigma_e and c_r read from the run's own initial token embeddings
     (rebuilt from its config and seed) and its task's training pairs."""
@@ -35,8 +41,7 @@ def run_recipe(config: dict, delta: float = 0.5, sigma_def: str = "gram") -> dic
     perms = np.asarray(data.info["permutations"])
     n_anchors, n_keys = perms.shape
     W = model.tok.weight.detach().double().numpy()          # vocab x d: keys first, then anchors
-    s = setting_for({"task": cfg.task, "gamma": cfg.model.gamma, "init": cfg.model.init, "d": cfg.model.d,
-                     "lr": cfg.lr})
+    s = config_setting(cfg)
     return th.windows.recipe_from_embeddings(W[:n_keys].T, W[n_keys:n_keys + n_anchors].T,
                                              np.asarray(data.info["train_pairs"]), s.gamma, s.eta, delta, sigma_def)
 

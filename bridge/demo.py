@@ -12,7 +12,7 @@ from ..empirical import RunStore, load_summaries
 from ..empirical.sweep import LocalExecutor, config_from_flat, run_sweep
 from ..errors import ConfigError
 from . import figures
-from .compare import setting_for
+from .compare import config_setting
 from .table import format_table
 
 
@@ -43,7 +43,7 @@ def demo(steps: int = 4000, width: int = 1000, wd: float = DEMO_WD, gamma: float
     t0 = time.perf_counter()
     base = {"steps": steps, "gamma": gamma, "lr": 3e-3, "eval_every": max(1, steps // 40)}
     cfg = config_from_flat(base)
-    s = setting_for({"task": cfg.task, "gamma": gamma, "init": cfg.model.init, "d": cfg.model.d, "lr": cfg.lr})
+    s = config_setting(cfg)
     _say(f"[1/3] predicting the window for gamma={gamma:g}, d={cfg.model.d}, eta={cfg.lr:g} (theory)", quiet)
     (rec,) = th.predict(s, gamma, "recipe")
     (red,) = th.predict(s.with_(targets="permutation"), gamma, "reduced", width=width, wd=wd, total=steps)

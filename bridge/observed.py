@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+from ..theory.optimizers import crossing_step
 from ..theory.windows import onset_window
 
 
@@ -65,11 +66,6 @@ def edge_bracket(onsets: np.ndarray, edge: float, side: int) -> list[float]:
     return sorted([other, float(edge)])
 
 
-def first_step(steps: np.ndarray, values: np.ndarray, level: float) -> float:
-    hit = np.nonzero(np.asarray(values) >= level)[0]
-    return float(np.asarray(steps)[hit[0]]) if len(hit) else float("nan")
-
-
 def timescales(metrics: pd.DataFrame, mem_level: float = 0.9, ood_level: float = 0.5) -> pd.DataFrame:
     """Per run: memorization time (train acc >= mem_level), train-loss half-time, and
     reasoning time (OOD acc >= ood_level), in steps (nan when never reached)."""
@@ -81,9 +77,9 @@ def timescales(metrics: pd.DataFrame, mem_level: float = 0.9, ood_level: float =
         st, tacc = series("train", "acc")
         _, tloss = series("train", "loss")
         _, oacc = series("ood", "acc")
-        half = first_step(st, -tloss, -tloss[0] / 2) if len(tloss) else float("nan")
-        rows.append({"run_id": rid, "memorization_step": first_step(st, tacc, mem_level),
-                     "loss_half_step": half, "reasoning_step": first_step(st, oacc, ood_level)})
+        half = crossing_step(st, -tloss, -tloss[0] / 2) if len(tloss) else float("nan")
+        rows.append({"run_id": rid, "memorization_step": crossing_step(st, tacc, mem_level),
+                     "loss_half_step": half, "reasoning_step": crossing_step(st, oacc, ood_level)})
     return pd.DataFrame(rows)
 
 

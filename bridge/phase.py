@@ -134,11 +134,12 @@ def predictions(grid: PhaseGrid, methods=("recipe", "reduced"), threshold: float
     """The theory's windows for the map's runs: recipe / reduced delta-window (t1, t2) and the
     reduced (or full) onset window per decay value, with the decay acting as in gradient flow
     (the theory has no L2-through-Adam reading: see the figure's caption)."""
-    from .compare import predicted_windows, setting_for
+    from .compare import config_setting, predicted_windows
     g = grid.scaled()
+    cfg = next(iter(grid.configs().values()))       # the map's model and learning rate
     rows = []
     for gamma in g.gammas:
-        s = setting_for({"gamma": gamma, "d": 64, "lr": 3e-3}, targets="permutation")
+        s = config_setting(cfg, gamma, targets="permutation")
         for lam in g.lambdas:
             for m, p in predicted_windows(s, methods, width=g.width, wd=lam * grid.reading.wd_scale, total=g.steps,
                                           threshold=threshold).items():

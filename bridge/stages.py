@@ -199,9 +199,10 @@ def plasticity_window(base: dict, component: str, freeze_steps, seeds, store, me
     tau = STAGE_TAUS.get(metric, 0.9)
     rows = []
     for (tf, s), c in cfgs.items():
-        if store.status(c.run_id()) != "complete":
+        run = store.complete(c.run_id())
+        if run is None:
             continue
-        m = store.load(c.run_id()).metrics
+        m = run.metrics
         curve = m[(m.split == split) & (m.metric == metric)].sort_values("step")
         if curve.empty:
             raise ConfigError("metric", metric, f"a curve the runs log on split '{split}'")

@@ -42,8 +42,7 @@ def cmd_run(args):
         ex.close()
     payload = {**res.to_dict(), "store": str(Path(args.store)), "executor": args.executor,
                "wall_seconds": time.perf_counter() - t0, "run_ids": [c.run_id() for c in configs]}
-    text = [f"{res.total} runs: {len(res.done)} trained, {len(res.skipped)} already stored,"
-            f" {len(res.failed)} failed ({payload['wall_seconds']:.1f} s, executor {args.executor})"]
+    text = [f"{res.describe()} ({payload['wall_seconds']:.1f} s, executor {args.executor})"]
     text += [f"  failed {r}: {e}" for r, e in res.failed]
     return payload, "\n".join(text)
 

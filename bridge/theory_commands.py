@@ -285,7 +285,7 @@ def cmd_timescale(args):
     r = th.compute_rates(s, gammas, problem=p)
     with tqdm(total=1, desc=f"GD and {args.optimizer} on the stylised model", leave=False):
         o = optimizer_time_scale(p, gammas, s.eta, s.delta, r.capacity, args.optimizer, args.horizon, s.seed)
-    (rec,) = [th.predict(s, gammas, "recipe")]
+    rec = th.predict(s, gammas, "recipe")
     rows = [{"gamma": float(g), "t1_gd": o["t1_gd"][k], f"t1_{args.optimizer}": o["t1_opt"][k],
              "t1_ratio": o["t1_ratio"][k], "t2_gd": o["t2_gd"][k], f"t2_{args.optimizer}": o["t2_opt"][k],
              "t2_ratio": o["t2_ratio"][k], "recipe_t1": rec[k]["t1_steps"], "recipe_t2": rec[k]["t2_steps"],

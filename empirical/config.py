@@ -143,10 +143,6 @@ class TrainConfig:
                 del d["model"][k]
         return d
 
-    def reading(self) -> str:
-        """A short label of the decay reading, for tables and figure titles."""
-        return reading_label(self.decay_form, self.decay_set, self.model.head_bias)
-
     def run_id(self) -> str:
         blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -123,6 +123,14 @@ class RunStore:
         except CorruptRunError:
             return "corrupt"
 
+    def complete(self, run_id: str) -> Run | None:
+        """The run if it is stored, readable and complete; None otherwise (one read)."""
+        try:
+            run = read_run(self.path(run_id))
+        except CorruptRunError:
+            return None
+        return run if run.summary.get("status") == "complete" else None
+
     # claims ----------------------------------------------------------------
     def _claim_path(self, run_id: str) -> Path:
         return self.root / f"{CLAIM_PREFIX}{run_id}"

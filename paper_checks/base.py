@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..empirical import RunStore
+from ..empirical.config import ADDED_DEFAULTS, ADDED_MODEL_DEFAULTS
 from ..empirical.config import reading_label as config_reading_label
 from ..errors import ConfigError
 from ..empirical.sweep import config_from_flat, run_sweep
@@ -67,9 +68,8 @@ def _scale(flat: dict, f: float) -> dict:
 
 def final_metric(store: RunStore, cfg, metric: str = "ood_acc") -> float:
     """A run's final metric; nan when the run is not (completely) in the store."""
-    if store.status(cfg.run_id()) != "complete":
-        return float("nan")
-    return float(store.load(cfg.run_id()).summary["final"].get(metric, np.nan))
+    run = store.complete(cfg.run_id())
+    return float("nan") if run is None else float(run.summary["final"].get(metric, np.nan))
 
 
 def mean_sd(vals) -> dict:
@@ -94,7 +94,8 @@ def variance_split(values, instances) -> dict:
     return {"instance_share": between / total, "seed_share": 1.0 - between / total}
 
 
-DEFAULT_READING = {"decay_form": "decoupled", "decay_set": "matrices", "head_bias": False}
+DEFAULT_READING = {"decay_form": ADDED_DEFAULTS["decay_form"], "decay_set": ADDED_DEFAULTS["decay_set"],
+                   "head_bias": ADDED_MODEL_DEFAULTS["head_bias"]}
 READING_KEYS = tuple(DEFAULT_READING)
 
 

@@ -79,10 +79,10 @@ W10_CONDENSATION = dict(zip(W10_LAMBDAS, (42.4, 38.2, 32.5, 25.6, 21.6)))
 
 def _condensation_at(store, cfg, fraction: float = 0.2) -> float:
     """Condensation at the evaluation nearest fraction * steps."""
-    if store.status(cfg.run_id()) != "complete":
+    run = store.complete(cfg.run_id())
+    if run is None:
         return float("nan")
-    m = store.load(cfg.run_id()).metrics
-    c = m[m.metric == "condensation"]
+    c = run.metrics[run.metrics.metric == "condensation"]
     return float(c.value.to_numpy()[np.argmin(np.abs(c.step.to_numpy() - fraction * cfg.steps))])
 
 

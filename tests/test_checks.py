@@ -96,6 +96,9 @@ class _FakeStore:
     def load(self, run_id):
         return self.runs[run_id]
 
+    def complete(self, run_id):
+        return self.runs.get(run_id)
+
 
 def test_w10_rows_read_condensation_at_a_fifth_and_rank_correlate():
     from scipy.stats import spearmanr

@@ -262,3 +262,12 @@ def test_executor_reports_training_steps_inside_runs(workers):
     outs = list(LocalExecutor(workers).imap(run_config, [c.resolved() for c in cfgs], on_steps=seen.append))
     assert all("run" in o for o in outs)
     assert sum(seen) == 80 and len(seen) == 8          # every evaluation (every 10 steps) of both runs
+
+
+def test_complete_reads_a_run_only_when_whole_and_complete(tmp_path):
+    store = RunStore(tmp_path)
+    cfgs = SweepSpec(dict(TINY), {"seed": [0, 1]}).expand()
+    run_sweep(cfgs, store, LocalExecutor(1), progress=False)
+    assert store.complete(cfgs[0].run_id()).summary["status"] == "complete"
+    (store.path(cfgs[1].run_id()) / "metrics.parquet").write_bytes(b"x")
+    assert store.complete(cfgs[1].run_id()) is None and store.complete("0" * 16) is None

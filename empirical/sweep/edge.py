@@ -86,9 +86,8 @@ def _cast(v: float):
 
 
 def _final(store: RunStore, run_id: str, metric: str) -> float:
-    if store.status(run_id) != "complete":
-        return float("nan")
-    return float(store.load(run_id).summary["final"].get(metric, float("nan")))
+    run = store.complete(run_id)
+    return float("nan") if run is None else float(run.summary["final"].get(metric, float("nan")))
 
 
 def _table(evals: dict) -> list[dict]:
