@@ -4,7 +4,9 @@
 per-step size, interval by interval, is the effective shrink the L2 run logged (lambda * lr /
 (sqrt(v_hat) + eps), split 'optim'). If Adam's normalisation is the whole mechanism, the
 matched run behaves like the L2 run. `frozen_second_moment`: the L2 run with Adam's second
-moment held from an early step, so the penalty keeps the weight it had then.
+moment held from an early step, so the penalty keeps the weight it had then (it can diverge
+where v was tiny at that step); `max_second_moment`: the L2 run under AMSGrad, whose divisor is
+the running max of v, so a collapsing v cannot amplify the penalty (the floored version).
 """
 from __future__ import annotations
 
@@ -38,3 +40,10 @@ def matched_decoupled(cfg, metrics):
 def frozen_second_moment(cfg, step: int):
     """The same config with Adam's second moment held from `step`."""
     return replace(cfg, freeze_second_moment=int(step))
+
+
+def max_second_moment(cfg):
+    """The same config under AMSGrad (Adam divides by the running max of its second moment)."""
+    if cfg.optimizer != "adamw":
+        raise ConfigError("optimizer", cfg.optimizer, "adamw (AMSGrad is an Adam variant)")
+    return replace(cfg, amsgrad=True)

@@ -42,6 +42,9 @@ def add_training_args(p):
                    help="freeze a component from a step: embedding, unembed, final_ln, layerI[.attn|.mlp]")
     p.add_argument("--freeze-second-moment", type=int, default=None, metavar="STEP",
                    help="adamw: hold Adam's second moment from this step on (a mechanism intervention)")
+    p.add_argument("--amsgrad", action="store_true",
+                   help="adamw: divide by the running max of Adam's second moment, so it never falls (a"
+                        " mechanism intervention for the l2 reading)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--task-seed", type=int, default=0)
     p.add_argument("--eval-every", type=int, default=100)
@@ -59,7 +62,7 @@ def config_from_args(args, task: str) -> TrainConfig:
     flat = {"task": task, "task_seed": args.task_seed, "d": args.d, "heads": args.heads,
             "layers": args.layers, "init": args.init, "gamma": args.gamma, "head_bias": args.head_bias,
             "decay_form": args.decay_form, "decay_set": args.decay_set, "optimizer": args.optimizer,
-            "freeze_second_moment": args.freeze_second_moment, "hops": getattr(args, "hops", None),
+            "freeze_second_moment": args.freeze_second_moment, "amsgrad": args.amsgrad, "hops": getattr(args, "hops", None),
             "chemistries": getattr(args, "chemistries", None) or None, "modulus": getattr(args, "p", None),
             "train_frac": getattr(args, "train_frac", None), "ablation": getattr(args, "ablation", None) or None,
             "lr": args.lr, "momentum": args.momentum, "batch_size": args.batch_size, "steps": args.steps,

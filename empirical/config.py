@@ -18,7 +18,7 @@ DEVICES = ("cpu", "cuda")
 CONFIG_VERSION = 1
 # Fields added after version 1, with the value every earlier run had: the run id hashes them
 # only when they differ from it, so runs stored before they existed keep their ids and meaning.
-ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices", "freeze_second_moment": None,
+ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices", "freeze_second_moment": None, "amsgrad": False,
                   "hops": None, "chemistries": None, "ablation": None, "modulus": None, "train_frac": None}
 ADDED_MODEL_DEFAULTS = {"head_bias": False}
 
@@ -48,6 +48,7 @@ class TrainConfig:
     decay_form: str = "decoupled"   # how lambda acts: decoupled shrink or l2 penalty in the loss
     decay_set: str = "matrices"     # what it acts on: matrices, non_embedding, all
     freeze_second_moment: int | None = None   # adamw: hold Adam's v from this step on (an intervention)
+    amsgrad: bool = False      # adamw: normalise by the running max of v (v never falls: an intervention)
     freeze: tuple = ()         # ((component, step), ...)
     seed: int = 0
     eval_every: int = 100
@@ -106,6 +107,9 @@ class TrainConfig:
                                 or self.optimizer != "adamw"):
             raise ConfigError("freeze_second_moment", fsm, f"a step in [1, {self.steps}] with the adamw optimizer,"
                                                           " or None")
+        if not isinstance(self.amsgrad, bool) or (self.amsgrad and (self.optimizer != "adamw" or fsm is not None)):
+            raise ConfigError("amsgrad", self.amsgrad, "true or false; true needs the adamw optimizer and no"
+                                                       " freeze_second_moment")
         if not self.schedule().windows:  # without decay the reading is moot: one run for all readings
             for k in ("decay_form", "decay_set"):
                 object.__setattr__(self, k, ADDED_DEFAULTS[k])

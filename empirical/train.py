@@ -33,7 +33,7 @@ def build_optimizer(cfg: TrainConfig, params):
     if cfg.optimizer == "adamw" and cfg.freeze_second_moment is not None:
         return AdamFrozenSecondMoment(params, lr=cfg.lr, betas=cfg.betas, freeze_from=cfg.freeze_second_moment)
     if cfg.optimizer == "adamw":
-        return torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=0.0)
+        return torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=0.0, amsgrad=cfg.amsgrad)
     return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum)
 
 

@@ -271,3 +271,34 @@ def test_ranking_uses_only_rows_measured_under_every_reading():
     assert m.loc["a", "common_rows"] == 2 and m.loc["b", "common_rows"] == 2
     assert m.loc["a", "score"] == pytest.approx(m.loc["b", "score"]) == pytest.approx((0.001 + 0.001) / 2)
     assert m.loc["a", "score_all"] == pytest.approx((0.001 + 0.449 + 0.001) / 3)
+
+
+def test_amsgrad_holds_the_divisor_and_the_mechanism_reads_it():
+    """AMSGrad's divisor never falls, so with shrinking gradients its Adam gain stays below plain
+    Adam's; the mechanism metric must read the max (torch's own state is the reference)."""
+    from critwin.bridge.mechanism import max_second_moment
+    from critwin.empirical.metrics.optim import decay_mechanism
+    torch.manual_seed(0)
+    a = torch.nn.Parameter(torch.randn(6, 4))
+    b = torch.nn.Parameter(a.detach().clone())
+    oa = torch.optim.AdamW([a], lr=1e-2, betas=(0.9, 0.98), weight_decay=0.0)
+    ob = torch.optim.AdamW([b], lr=1e-2, betas=(0.9, 0.98), weight_decay=0.0, amsgrad=True)
+    for i in range(300):
+        g = torch.randn(6, 4) * (10.0 if i < 20 else 0.01)     # large gradients, then a fitted model
+        for p, o in ((a, oa), (b, ob)):
+            p.grad = g.clone()
+            o.step()
+    ma = decay_mechanism(oa, [a], 1e-2, 1e-3, "l2", 1.0)
+    mb = decay_mechanism(ob, [b], 1e-2, 1e-3, "l2", 1.0)
+    st = ob.state[b]
+    v_max = st["max_exp_avg_sq"].double() / (1 - 0.98 ** float(st["step"]))
+    gain = float(torch.linalg.norm(1e-2 * b.double() / (v_max.sqrt() + 1e-8)) / torch.linalg.norm(b.double()))
+    assert mb["adam_gain"] == pytest.approx(gain, rel=1e-9)
+    assert mb["adam_gain"] < ma["adam_gain"] / 10             # plain Adam's v fell ~300x
+    cfg = TrainConfig(**TINY, wd_windows=((0.0, 40.0, 0.5),), decay_form="l2", decay_set="non_embedding")
+    m = max_second_moment(cfg)
+    assert m.amsgrad and m.run_id() != cfg.run_id() and not cfg.identity().get("amsgrad", False)
+    assert train(m, progress=False).summary["status"] == "complete"
+    for bad in ({"amsgrad": 1}, {"amsgrad": True, "optimizer": "sgd"}, {"amsgrad": True, "freeze_second_moment": 3}):
+        with pytest.raises(ConfigError, match="amsgrad"):
+            TrainConfig(**TINY, **bad)

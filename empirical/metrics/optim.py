@@ -58,8 +58,11 @@ def decay_mechanism(opt, decayed, lr: float, lam: float, form: str, ce_grad_sq: 
             st = opt.state.get(p)
             if not st or "exp_avg_sq" not in st:
                 continue
-            v_hat = (st["v_hat"].double() if "v_hat" in st       # an optimizer that keeps its own (frozen) v_hat
-                     else st["exp_avg_sq"].double() / (1 - beta2 ** float(st["step"])))
+            if "v_hat" in st:               # an optimizer that keeps its own (frozen) v_hat
+                v_hat = st["v_hat"].double()
+            else:                           # AMSGrad divides by the running max of v
+                v = st["max_exp_avg_sq"] if opt.defaults.get("amsgrad") else st["exp_avg_sq"]
+                v_hat = v.double() / (1 - beta2 ** float(st["step"]))
             num += float(((lr * p.double() / (v_hat.sqrt() + eps)) ** 2).sum())
             v_sum, v_n = v_sum + float(v_hat.sum()), v_n + v_hat.numel()
     gain = math.sqrt(num / theta_sq) if adam and v_n and theta_sq > 0 else float("nan")
