@@ -38,6 +38,9 @@ def main():
           lambda: predict(s, grid, "reduced"), rows)
     timed("full flow, one 20k-step run (window 5000:10000)",
           lambda: integrate_flow(p, q, Schedule.window(5000, 10000, 4e-3, 20000), s.eta, [20000]), rows)
+    timed("  the same in d x K coordinates (subspace=False, before)",
+          lambda: integrate_flow(p, q, Schedule.window(5000, 10000, 4e-3, 20000), s.eta, [20000],
+                                 subspace=False), rows)
     timed("GD on full parameters, 1000 steps", lambda: run_discrete(
         p, q, Schedule.none(1000), s.eta, "gd", eval_every=1000), rows)
     timed("AdamW on full parameters, 1000 steps", lambda: run_discrete(
@@ -45,6 +48,8 @@ def main():
     if not args.quick:
         timed("full onset sweep (11 onsets + baseline), 1 gamma",
               lambda: predict(s, [0.8], "full"), rows)
+        timed("  the same with permutation targets", lambda: predict(s.with_(targets="permutation"), [0.8], "full"),
+              rows)
         timed("basin, 8 seeds x 1 gamma, 20k steps", lambda: basin(s, [0.8], 8, 20000), rows)
     print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}; numpy {np.__version__}")
     print(format_table(rows))

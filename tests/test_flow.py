@@ -79,3 +79,29 @@ def test_ood_transfer_needs_non_orthogonal_anchors():
         _, _, end = integrate_flow(p, q, [Schedule.none(300)], s.eta, [0, 300])
         moved[emb] = np.abs(end.c_ood - compress(p, q).c_ood).max()
     assert moved["orthonormal"] < 1e-9 < 1e-3 < moved["unit"]
+
+
+@pytest.mark.parametrize("emb", ["orthonormal", "unit"])
+def test_invariant_subspace_flow_equals_the_dense_flow(emb):
+    """Integrating Z and V in coordinates of their invariant span changes nothing but the cost:
+    same trajectory as the d x K coordinates, and at most 2|P| + 1 dimensions when G = I."""
+    from critwin.theory.flow import invariant_basis
+    s = StylisedSetting(d=16, keys=4, anchors=4, train_pairs=6, eta=1e-2, embeddings=emb, seed=2)
+    p = build_problem(s)
+    q = init_params(p, [0.4, 1.1], [0, 1])
+    sched = [Schedule.window(50, 150, 0.3, 300), Schedule.none(300)]
+    ev = [0, 100, 200, 300]
+    _, sub, end_s = integrate_flow(p, q, sched, s.eta, ev, rtol=1e-10, atol=1e-12)
+    _, dense, end_d = integrate_flow(p, q, sched, s.eta, ev, rtol=1e-10, atol=1e-12, subspace=False)
+    for k in sub:
+        np.testing.assert_allclose(sub[k], dense[k], rtol=1e-7, atol=1e-9)
+    for a, b in zip(end_s.full(), end_d.full()):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
+    st = compress(p, q)
+    basis = invariant_basis(p, *st.full(), kernel(p), max_share=1.0)
+    n = basis.Q.shape[-1]
+    assert (n <= 2 * len(p.pairs) + 1) if emb == "orthonormal" else n <= 16 * 4
+    # the span is invariant: G maps it into itself
+    Q = basis.Q[0]
+    GQ = (Q.T.reshape(-1, 16, 4) @ kernel(p).G).reshape(-1, 64).T
+    np.testing.assert_allclose(Q @ (Q.T @ GQ), GQ, atol=1e-9)
