@@ -49,6 +49,17 @@ def reasoning_capacity(p: Problem) -> float:
     return float(np.linalg.eigvalsh(C)[-1] / np.trace(C))
 
 
+def frozen_reach(p: Problem) -> float:
+    """Fraction of sum |Y_p|^2 that c_p V explains at the best V when the couplings c are frozen
+    at a random init (c ~ N(0, s^2 Kc), Kc_pq = <b_p, b_q>), as a ratio of expectations:
+    sum_pq <Y_p, Y_q> Kc_pq / (tr Kc sum_p |Y_p|^2); exactly 1/|P| when Kc = I (orthonormal
+    anchors). The paper's linear law (W2 frozen) can reach no more than this."""
+    U, i, j = p.anchors, p.pairs[:, 0], p.pairs[:, 1]
+    Kc = (U[:, j].T @ U[:, j]) * (U[:, i].T @ U[:, i])
+    Y = p.targets.reshape(len(p.targets), -1)
+    return float(np.sum((Y @ Y.T) * Kc) / (np.trace(Kc) * np.sum(Y**2)))
+
+
 def bilinear_gain(p: Problem) -> float:
     """Top singular value G of the W1-W2 cross-Hessian of L at W1 = W2 = 0, M = 0.
 
@@ -88,6 +99,7 @@ class Rates:
     mu_r: np.ndarray            # derived W1-block curvature (W2 frozen): alpha |P| c_r gamma^2 lambda_min+
     gain: float                 # bilinear escape gain G (gamma-independent)
     capacity: float             # reasoning-explainable fraction of the targets
+    reach: float                # what the linear law (W2 frozen at a random init) can explain: min(capacity, ~1/|P|)
     rho0: np.ndarray            # initial explained fraction of the balanced reduced mode
     mu_r_drive: np.ndarray      # target-aligned drive of a random init: alpha c_r gamma^2 lambda_min+ = mu_r / |P|
     mu_m_drive: float           # initial memorization speed x'(0) = alpha tr(Y E^T E Y^T) / |Y|^2
@@ -97,7 +109,8 @@ class Rates:
                 "c_r": self.c_r, "alpha": self.alpha, "paper_mu_m": self.paper_mu_m,
                 "paper_mu_r": float(self.paper_mu_r[k]), "mu_m": self.mu_m,
                 "mu_r": float(self.mu_r[k]), "mu_r_drive": float(self.mu_r_drive[k]),
-                "mu_m_drive": self.mu_m_drive, "gain": self.gain, "capacity": self.capacity}
+                "mu_m_drive": self.mu_m_drive, "gain": self.gain, "capacity": self.capacity,
+                "reach_w2_frozen": self.reach}
 
 
 def compute_rates(s: StylisedSetting, gamma=None, problem: Problem | None = None) -> Rates:
@@ -115,6 +128,6 @@ def compute_rates(s: StylisedSetting, gamma=None, problem: Problem | None = None
     gain, cap = bilinear_gain(p), reasoning_capacity(p)
     return Rates(gamma=gamma, sigma_e=sig, sigma_def=s.sigma_def, c_r=cr, key_eig_min=lam,
                  alpha=p.alpha, paper_mu_m=sig, paper_mu_r=cr * gamma**2 * sig,
-                 mu_m=p.alpha * lam, mu_r=mu_r, gain=gain, capacity=cap,
+                 mu_m=p.alpha * lam, mu_r=mu_r, gain=gain, capacity=cap, reach=min(cap, frozen_reach(p)),
                  rho0=np.minimum(drive * cap / max(gain, 1e-300), cap), mu_r_drive=drive,
                  mu_m_drive=memorization_drive(p))

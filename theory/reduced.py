@@ -7,7 +7,9 @@ are the ones `derive.py` obtains on the symmetric scalar instance:
     eps   = capacity - x_a - rho
     x_a'  = mu_m eps - lam x_a,            x_b' = mu_m (1 - capacity - x_b) - lam x_b
     bilinear (derived):  rho' = 2 mu_r Q eps - 2 lam rho,  Q' = 2 mu_r rho eps / rho0^2 - 2 lam Q
-    linear (paper):      rho' = mu_r eps - lam rho        (W2 frozen)
+    linear (paper):      rho' = mu_r eps_r - lam rho      (W2 frozen)
+    eps_r = reach (1 - x_a / capacity) - rho: with the couplings frozen at a random init the
+    shared path can explain only `reach` (about 1/|P|, `rates.frozen_reach`), not the capacity
 
 All start at x = rho = 0, Q = 1: a random init explains nothing in expectation.
 
@@ -31,8 +33,9 @@ def check_law(law: str) -> None:
         raise ConfigError("law", law, "one of " + ", ".join(LAWS))
 
 
-def _rhs(mu_m, mu_r, rho0, cap, lam, law, memorize=True, reason=True):
+def _rhs(mu_m, mu_r, rho0, cap, lam, law, memorize=True, reason=True, reach=None):
     n = len(mu_m)
+    reach = cap if reach is None else reach
 
     def f(_t, y):
         xa, xb, rho, Q = y.reshape(4, n)
@@ -43,7 +46,8 @@ def _rhs(mu_m, mu_r, rho0, cap, lam, law, memorize=True, reason=True):
             drho = (2 * mu_r * Q * eps - 2 * lam * rho) * reason
             dQ = (2 * mu_r * rho * eps / rho0**2 - 2 * lam * Q) * reason
         else:
-            drho, dQ = (mu_r * eps - lam * rho) * reason, np.zeros(n)
+            eps_r = reach * (1 - xa / cap) - rho
+            drho, dQ = (mu_r * eps_r - lam * rho) * reason, np.zeros(n)
         return np.concatenate([dxa, dxb, drho, dQ])
     return f
 
@@ -67,8 +71,9 @@ def _broadcast(n, *arrays):
 
 
 def simulate_reduced(mu_m, mu_r, rho0, capacity, schedules, eta: float, eval_steps,
-                     law: str = "bilinear", rtol: float = 1e-8, atol: float = 1e-11):
+                     law: str = "bilinear", rtol: float = 1e-8, atol: float = 1e-11, reach=None):
     """Integrate N stacked systems, system n under schedules[n]; piecewise at every edge.
+    reach: what the linear law's shared path can explain (default: the capacity).
 
     Returns (steps, traj) with traj[name] of shape (len(steps), N) for x, rho, Q and
     reasoning_fraction = rho / (x + rho).
@@ -79,7 +84,8 @@ def simulate_reduced(mu_m, mu_r, rho0, capacity, schedules, eta: float, eval_ste
     n = max(len(schedules), np.size(mu_r), np.size(mu_m))
     if len(schedules) == 1:
         schedules = list(schedules) * n
-    mu_m, mu_r, rho0, cap = _broadcast(n, mu_m, mu_r, rho0, capacity)
+    mu_m, mu_r, rho0, cap, reach = _broadcast(n, mu_m, mu_r, rho0, capacity,
+                                              capacity if reach is None else reach)
     total = max(s.total for s in schedules)
     edges = sorted({e for s in schedules for e in s.breakpoints()})
     steps = np.unique(np.clip(np.asarray(eval_steps, dtype=float), 0, total))
@@ -88,7 +94,7 @@ def simulate_reduced(mu_m, mu_r, rho0, capacity, schedules, eta: float, eval_ste
     for a, b in zip(edges, edges[1:]):
         lam = np.array([float(s.value(a)) if a < s.total else 0.0 for s in schedules])
         want = steps[(steps > a) & (steps <= b)]
-        sol = solve_ivp(_rhs(mu_m, mu_r, rho0, cap, lam, law), (a * eta, b * eta), y,
+        sol = solve_ivp(_rhs(mu_m, mu_r, rho0, cap, lam, law, reach=reach), (a * eta, b * eta), y,
                         t_eval=np.unique(np.append(want, b)) * eta, rtol=rtol, atol=atol,
                         method="RK45")
         if not sol.success:
@@ -102,15 +108,17 @@ def simulate_reduced(mu_m, mu_r, rho0, capacity, schedules, eta: float, eval_ste
 
 
 def crossing_times(mu_m, mu_r, rho0, capacity, delta: float, law: str = "bilinear",
-                   t_max: float | None = None, start: str = "random"):
+                   t_max: float | None = None, start: str = "random", reach=None):
     """delta-window edges in continuous time: each path integrated alone, no decay.
 
     t1: memorization alone reaches 1 - delta of its target; t2: the shared path alone
-    reaches (1 - delta) * capacity. inf where not reached by t_max.
+    reaches (1 - delta) * capacity. inf where not reached by t_max (the linear law saturates at
+    `reach`, default the capacity: inf whenever reach < (1 - delta) * capacity).
     """
     check_law(law)
     n = max(np.size(mu_m), np.size(mu_r))
-    mu_m, mu_r, rho0, cap = _broadcast(n, mu_m, mu_r, rho0, capacity)
+    mu_m, mu_r, rho0, cap, reach = _broadcast(n, mu_m, mu_r, rho0, capacity,
+                                              capacity if reach is None else reach)
     zero = np.zeros(n)
     if t_max is None:
         # the bilinear path starts at twice the lazy drive and accelerates: lazy time bounds it
@@ -119,7 +127,7 @@ def crossing_times(mu_m, mu_r, rho0, capacity, delta: float, law: str = "bilinea
     for memorize, reason, target, idx in ((1, 0, (1 - delta) * np.ones(n), "x"),
                                           (0, 1, (1 - delta) * cap, "rho")):
         y0 = _initial(rho0, law, start)
-        sol = solve_ivp(_rhs(mu_m, mu_r, rho0, cap, zero, law, memorize, reason), (0, t_max), y0,
+        sol = solve_ivp(_rhs(mu_m, mu_r, rho0, cap, zero, law, memorize, reason, reach), (0, t_max), y0,
                         dense_output=True, rtol=1e-9, atol=1e-12, method="LSODA")
         grid = np.concatenate([[0], np.geomspace(t_max * 1e-9, t_max, 4000)])
         Yg = sol.sol(grid).reshape(4, n, -1)

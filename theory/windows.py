@@ -68,7 +68,7 @@ def recipe_from_embeddings(keys: np.ndarray, anchors: np.ndarray, pairs: np.ndar
 def reduced_window(s: StylisedSetting, gamma=None, law: str = "bilinear") -> dict:
     """delta-window of the derived reduced equations (each path integrated alone)."""
     r = compute_rates(s, _gammas(s, gamma))
-    t1, t2 = crossing_times(r.mu_m, r.mu_r_drive, r.rho0, r.capacity, s.delta, law)
+    t1, t2 = crossing_times(r.mu_m, r.mu_r_drive, r.rho0, r.capacity, s.delta, law, reach=r.reach)
     return {"gamma": r.gamma, "mu_m": np.full_like(r.gamma, r.mu_m), "mu_r": r.mu_r,
             "t1_steps": t1 / s.eta, "t2_steps": t2 / s.eta, "rates": r}
 
@@ -105,7 +105,8 @@ def simulate(s: StylisedSetting, schedules, gamma=None, engine: str = "reduced",
     if engine == "reduced":
         check_law(law)
         r = compute_rates(s, gam)
-        return simulate_reduced(r.mu_m, r.mu_r_drive, r.rho0, r.capacity, systems, s.eta, eval_steps, law)
+        return simulate_reduced(r.mu_m, r.mu_r_drive, r.rho0, r.capacity, systems, s.eta, eval_steps, law,
+                                reach=r.reach)
     if decay_form != "decoupled" and engine in ("reduced", "full"):
         raise ConfigError("decay_form", decay_form, "decoupled for the gradient-flow engines (l2 needs a"
                                                     " discrete optimizer engine: gd, momentum, adamw)")
@@ -147,6 +148,14 @@ def window_verdict(t1: float, t2: float) -> dict:
     return {"window": "delta", "reason": ""}
 
 
+def _verdict_with_reach(t1: float, t2: float, law: str, r) -> dict:
+    v = window_verdict(t1, t2)
+    if law == "linear" and not np.isfinite(t2):
+        v["reason"] += (f" (the linear law freezes W2 at a random init: the shared path explains at most"
+                        f" {r.reach:.3g} of the targets, capacity {r.capacity:.3g})")
+    return v
+
+
 def onset_window(onsets: np.ndarray, fraction: np.ndarray, threshold: float) -> tuple[float, float]:
     """(first, last) onset whose fraction >= threshold; (nan, nan) when none."""
     hit = np.asarray(onsets)[np.asarray(fraction) >= threshold]
@@ -181,8 +190,9 @@ def predict(s: StylisedSetting, gamma=None, method: str = "recipe", law: str = "
                          "mu_m": float(w["mu_m"][k]), "mu_r": float(w["mu_r"][k]),
                          "mu_r_drive": float(r.mu_r_drive[k]), "mu_m_drive": r.mu_m_drive,
                          "t1_steps": float(w["t1_steps"][k]), "t2_steps": float(w["t2_steps"][k]),
-                         **window_verdict(float(w["t1_steps"][k]), float(w["t2_steps"][k])),
-                         "delta": s.delta, "eta": s.eta,
+                         **_verdict_with_reach(float(w["t1_steps"][k]), float(w["t2_steps"][k]),
+                                               law if method == "reduced" else "", r),
+                         "reach_w2_frozen": r.reach, "capacity": r.capacity, "delta": s.delta, "eta": s.eta,
                          "assumes": "paper formulas" if method == "recipe" else
                          f"gradient flow, {law} law, loss_norm={s.loss_norm}"})
     if isinstance(init_seeds, bool) or not isinstance(init_seeds, (int, np.integer)) or init_seeds < 1:
