@@ -65,6 +65,26 @@ def cmd_timescales(args):
     return {"rows": rows, "per_run": per_run.to_dict(orient="records")}, "\n".join(text)
 
 
+def cmd_mechanism(args):
+    from ..empirical import load_runs
+    from .mechanism import state_table
+    runs = load_runs(reader(args), on_corrupt(args))
+    if args.gamma is not None and not runs.empty:
+        runs = runs[runs.gamma == args.gamma]
+    table = state_table(runs, args.steps, args.match)
+    if table.empty:
+        return {"rows": []}, f"no runs{' matching ' + repr(args.match) if args.match else ''} in {args.store}"
+    rows = table.to_dict(orient="records")
+    text = [format_table(rows),
+            "mean over runs at the evaluation nearest each step; effective_shrink: the decay's shrink per step"
+            " through the optimizer (lr lambda / (sqrt(v_hat) + eps) for l2 under Adam); nan: not logged by"
+            " that run"]
+    if args.out_csv:
+        table.to_csv(args.out_csv, index=False)
+        text.append(f"table: {args.out_csv}")
+    return {"rows": rows}, "\n".join(text)
+
+
 def cmd_fit(args):
     from .fit import fit_columns, fit_store, fit_summary
     results, skipped = fit_store(reader(args), args.quantity, args.fit_gamma, mem_level=args.mem_level,
@@ -114,6 +134,16 @@ def register(sub):
     figure_args(p, "bridge_fit_QUANTITY.png")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_fit)
+
+    p = sub.add_parser("mechanism", help="the state each decay schedule and optimizer variant leaves, over"
+                                         " training (norm, condensation, alignment, Adam's effective shrink)")
+    add_store_args(p)
+    p.add_argument("--steps", type=int, nargs="+", default=[400, 5000, 10000, 20000])
+    p.add_argument("--gamma", type=float, default=None, help="only runs at this gamma")
+    p.add_argument("--match", default=None, help="only variants whose label contains this text, e.g. 5000:10000")
+    p.add_argument("--out-csv", default=None, help="also write the table as CSV")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_mechanism)
 
     p = sub.add_parser("timescales", help="observed memorization and reasoning times per gamma and schedule")
     add_store_args(p)

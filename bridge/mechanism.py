@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 
 from ..errors import ConfigError
 
@@ -47,3 +48,49 @@ def max_second_moment(cfg):
     if cfg.optimizer != "adamw":
         raise ConfigError("optimizer", cfg.optimizer, "adamw (AMSGrad is an Adam variant)")
     return replace(cfg, amsgrad=True)
+
+
+STATE_METRICS = (("train", "acc"), ("ood", "acc"), ("train", "loss"), ("model", "weight_norm"),
+                 ("model", "condensation"), ("model", "ov_qk_alignment"), ("optim", "effective_shrink"),
+                 ("optim", "second_moment"), ("optim", "l2_over_ce"))
+
+
+def variant_label(row) -> str:
+    """A run's schedule and optimizer intervention: 'l2/non_embedding 5000:10000@0.004 amsgrad'."""
+    sched = row["wd_windows"]
+    if sched != "none" and sched.count(";") > 2:
+        sched = f"{sched.count(';') + 1} windows (matched shrink)"
+    extra = [f"{row['optimizer']}"] if row["optimizer"] != "adamw" else []
+    if row.get("amsgrad") is True:
+        extra.append("amsgrad")
+    fsm = row.get("freeze_second_moment")
+    if fsm is not None and fsm == fsm:
+        extra.append(f"v frozen from {int(fsm)}")
+    reading = row["reading"] if sched != "none" else "no decay"
+    return " ".join([reading, sched if sched != "none" else "", *extra]).replace("  ", " ").strip()
+
+
+def state_table(runs: pd.DataFrame, steps, match: str | None = None) -> pd.DataFrame:
+    """Per variant (`variant_label`) and step: the mean over runs (task instances x seeds) of the
+    state a decay schedule leaves (accuracies, weight norm, condensation, alignment) and of the
+    decay's share of the update (split 'optim', absent for runs that predate it: nan)."""
+    if runs.empty:
+        return pd.DataFrame()
+    cfg = runs.drop_duplicates("run_id").set_index("run_id")
+    labels = cfg.apply(variant_label, axis=1)
+    if match:
+        labels = labels[labels.str.contains(match, regex=False)]
+    rows = []
+    for label, ids in labels.groupby(labels).groups.items():
+        sub = runs[runs.run_id.isin(ids)]
+        for step in steps:
+            rec = {"variant": label, "runs": len(ids), "step": int(step)}
+            for split, metric in STATE_METRICS:
+                vals = []
+                for _, m in sub[(sub.split == split) & (sub.metric == metric)].groupby("run_id"):
+                    s = m.step.to_numpy()
+                    vals.append(float(m.value.to_numpy()[np.argmin(np.abs(s - step))]))
+                rec[f"{split}_{metric}" if split in ("train", "ood") else metric] = \
+                    float(np.mean(vals)) if vals else float("nan")
+            rows.append(rec)
+    return pd.DataFrame(rows)

@@ -302,3 +302,30 @@ def test_amsgrad_holds_the_divisor_and_the_mechanism_reads_it():
     for bad in ({"amsgrad": 1}, {"amsgrad": True, "optimizer": "sgd"}, {"amsgrad": True, "freeze_second_moment": 3}):
         with pytest.raises(ConfigError, match="amsgrad"):
             TrainConfig(**TINY, **bad)
+
+
+def test_mechanism_table_reads_each_variant_at_the_nearest_evaluation(tmp_path, capsys):
+    from critwin.bridge.mechanism import max_second_moment
+    from critwin.empirical import RunStore
+    store = RunStore(tmp_path / "s")
+    l2 = TrainConfig(**TINY, wd_windows=((20.0, 40.0, 0.5),), decay_form="l2", decay_set="non_embedding")
+    cfgs = {"l2": l2, "ams": max_second_moment(l2), "none": TrainConfig(**TINY)}
+    runs = {k: train(c, progress=False) for k, c in cfgs.items()}
+    for r in runs.values():
+        store.save(r)
+    code = main(["bridge", "mechanism", "--store", str(store.root), "--steps", "19", "40", "--json",
+                 "--out-csv", str(tmp_path / "m.csv")])
+    assert code == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    by = {(r["variant"], r["step"]): r for r in rows}
+    assert sorted({r["variant"] for r in rows}) == ["l2/non_embedding 20:40@0.5", "l2/non_embedding 20:40@0.5 amsgrad",
+                                                    "no decay"]
+    for key, label in (("l2", "l2/non_embedding 20:40@0.5"), ("ams", "l2/non_embedding 20:40@0.5 amsgrad")):
+        m = runs[key].metrics
+        pick = lambda split, metric, step: float(m[(m.split == split) & (m.metric == metric) & (m.step == step)].value.iloc[0])  # noqa: E731
+        assert by[(label, 19)]["ood_acc"] == pytest.approx(pick("ood", "acc", 20))     # nearest evaluation: 20
+        assert by[(label, 40)]["weight_norm"] == pytest.approx(pick("model", "weight_norm", 40))
+        assert by[(label, 40)]["effective_shrink"] == pytest.approx(pick("optim", "effective_shrink", 40))
+    assert pd.read_csv(tmp_path / "m.csv").shape[0] == 6
+    assert main(["bridge", "mechanism", "--store", str(store.root), "--match", "nothing like this"]) == 0
+    assert "no runs matching" in capsys.readouterr().out
