@@ -31,6 +31,10 @@ def add_training_args(p):
     p.add_argument("--optimizer", choices=("adamw", "sgd"), default="adamw")
     p.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
     p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--lr-schedule", choices=("constant", "cosine"), default="constant",
+                   help="cosine: lr (1 + cos(pi step / steps)) / 2, per batch")
+    p.add_argument("--clip", type=float, default=None, help="clip the gradient's global norm to this")
+    p.add_argument("--dropout", type=float, default=0.0)
     p.add_argument("--wd", type=float, default=None,
                    help="decay lambda: constant, or inside --wd-window (how it acts: --decay-form)")
     add_reading_args(p)
@@ -66,6 +70,7 @@ def config_from_args(args, task: str) -> TrainConfig:
             "chemistries": getattr(args, "chemistries", None) or None, "modulus": getattr(args, "p", None),
             "train_frac": getattr(args, "train_frac", None), "ablation": getattr(args, "ablation", None) or None,
             "lr": args.lr, "momentum": args.momentum, "batch_size": args.batch_size, "steps": args.steps,
+            "lr_schedule": args.lr_schedule, "clip": args.clip, "dropout": args.dropout,
             "wd": args.wd, "wd_window": args.wd_window, "budget_placement": args.budget_placement,
             "budget": args.budget, "width": args.width, "freeze": args.freeze, "seed": args.seed,
             "eval_every": args.eval_every, "device": args.device}
@@ -82,13 +87,47 @@ def cmd_modarith(args):
     return train_one(args, config_from_args(args, "modarith"))
 
 
+# --size presets of `train alchemy`: options left unset on the command line take these values.
+ALCHEMY_SIZES = {
+    "cpu": {"d": 64, "heads": 2, "layers": 2, "gamma": 0.8, "lr": 1e-3, "batch_size": 32, "steps": 3000,
+            "lr_schedule": "constant", "clip": None, "dropout": 0.0},
+    "paper": {"lr": 1e-4, "batch_size": 32, "lr_schedule": "cosine", "clip": 1.0, "steps": None},
+}
+
+
 def cmd_alchemy(args):
-    if args.size == "paper":
-        raise ConfigError("size", "paper", "cpu for now: the paper's model (post-LN, sinusoidal positions, dropout,"
-                                           " cosine schedule, clipping) is not built yet")
+    from dataclasses import asdict
+    from ..empirical.models import ModelConfig
+    task = f"alchemy_{args.task}"
     if args.task != "withheld" and args.hops is None:
         raise ConfigError("hops", None, f"2, 3, 4 or 5 for {args.task}")
-    return train_one(args, config_from_args(args, f"alchemy_{args.task}"))
+    preset = dict(ALCHEMY_SIZES[args.size])
+    paper_model = asdict(ModelConfig.alchemy_paper()) if args.size == "paper" else {}
+    for k, v in {**preset, **paper_model}.items():
+        if getattr(args, k, None) is None:
+            setattr(args, k, v)
+    if args.epochs is not None:
+        if args.epochs < 1:
+            raise ConfigError("epochs", args.epochs, "a positive number of passes over the training set")
+        if args.steps is not None and args.steps != preset.get("steps"):
+            raise ConfigError("steps", args.steps, "not together with --epochs")
+        args.steps = args.epochs * steps_per_epoch(task, args)
+    elif args.steps is None:
+        raise ConfigError("epochs", None, "a number of epochs (or --steps) for --size paper")
+    cfg = config_from_args(args, task)
+    if paper_model:
+        cfg = cfg.with_model(**{k: v for k, v in paper_model.items() if k not in ("d", "heads", "layers", "gamma",
+                                                                                   "init", "dropout")})
+    return train_one(args, cfg)
+
+
+def steps_per_epoch(task: str, args) -> int:
+    """Batches per pass over the task's training set (its size comes from the generator)."""
+    from ..empirical.tasks import make_task
+    opts = {"hops": args.hops, "chemistries": args.chemistries or None, "ablation": args.ablation or None}
+    n = len(make_task(task, args.task_seed, **{k: v for k, v in opts.items() if v is not None}).generate()
+            .splits["train"])
+    return -(-n // args.batch_size)
 
 
 def train_one(args, cfg):
@@ -148,8 +187,12 @@ def register(sub):
                    help="also evaluate held-out queries with the query's reward token / every reward token hidden")
     p.add_argument("--chemistries", type=int, default=200,
                    help="chemistries per split at most (of 1,371 training / 165 held-out); 0 = all")
-    p.add_argument("--size", choices=("cpu", "paper"), default="cpu",
+    p.add_argument("--size", choices=tuple(ALCHEMY_SIZES), default="cpu",
                    help="cpu: the anchor Transformer (d 64, 2 layers) at lr 1e-3, batch 32 (not yet tuned to show"
-                        " the stages); paper: not built yet")
+                        " the stages); paper: the paper's model (4 layers, d 256, 4 heads, FFN 512, post-LN,"
+                        " sinusoidal positions, dropout 0.1) with AdamW 1e-4, cosine, clip 1.0, batch 32 (a GPU"
+                        " budget). Options given on the command line override the preset.")
+    p.add_argument("--epochs", type=int, default=None, help="passes over the training set (sets --steps)")
     add_training_args(p)
-    p.set_defaults(handler=cmd_alchemy, lr=1e-3, batch_size=32, steps=3000)
+    p.set_defaults(handler=cmd_alchemy, **{k: None for k in ("lr", "batch_size", "steps", "d", "heads", "layers",
+                                                             "gamma", "lr_schedule", "clip", "dropout")})

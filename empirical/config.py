@@ -14,13 +14,16 @@ from .models.transformer import DECAY_SETS, ModelConfig
 from .tasks import TASK_OPTIONS, TASKS, make_task
 
 OPTIMIZERS = ("adamw", "sgd")
+LR_SCHEDULES = ("constant", "cosine")
 DEVICES = ("cpu", "cuda")
 CONFIG_VERSION = 1
 # Fields added after version 1, with the value every earlier run had: the run id hashes them
 # only when they differ from it, so runs stored before they existed keep their ids and meaning.
 ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices", "freeze_second_moment": None, "amsgrad": False,
+                  "lr_schedule": "constant", "clip": None,
                   "hops": None, "chemistries": None, "ablation": None, "modulus": None, "train_frac": None}
-ADDED_MODEL_DEFAULTS = {"head_bias": False}
+ADDED_MODEL_DEFAULTS = {"head_bias": False, "norm": "pre", "positions": "learned", "embed_scale": False,
+                        "dropout": 0.0, "activation": "gelu"}
 
 
 def reading_label(decay_form: str, decay_set: str, head_bias: bool) -> str:
@@ -42,6 +45,8 @@ class TrainConfig:
     lr: float = 3e-3
     betas: tuple = (0.9, 0.98)
     momentum: float = 0.9
+    lr_schedule: str = "constant"   # cosine: lr * (1 + cos(pi step / steps)) / 2, per batch
+    clip: float | None = None       # clip the loss gradient's global norm to this before the step
     batch_size: int = 128
     steps: int = 20000
     wd_windows: tuple = ()     # ((start, end, lambda), ...): decay lambda(step)
@@ -95,6 +100,11 @@ class TrainConfig:
             raise ConfigError("betas", self.betas, "two numbers in [0, 1)")
         if not (0 <= self.momentum < 1):
             raise ConfigError("momentum", self.momentum, "a number in [0, 1)")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ConfigError("lr_schedule", self.lr_schedule, "one of " + ", ".join(LR_SCHEDULES))
+        if self.clip is not None and (isinstance(self.clip, bool) or not isinstance(self.clip, (int, float))
+                                      or not (math.isfinite(self.clip) and self.clip > 0)):
+            raise ConfigError("clip", self.clip, "a gradient-norm bound > 0, or None")
         if self.device not in DEVICES:
             raise ConfigError("device", self.device, "one of " + ", ".join(DEVICES))
         self.schedule()  # validates the windows against the training length
@@ -120,6 +130,12 @@ class TrainConfig:
 
     def task_options(self) -> dict:
         return {k: getattr(self, k) for k in TASK_OPTIONS}
+
+    def lr_at(self, step: int) -> float:
+        """The learning rate of step `step` (0-based)."""
+        if self.lr_schedule == "cosine":
+            return self.lr * 0.5 * (1 + math.cos(math.pi * step / self.steps))
+        return self.lr
 
     def schedule(self) -> Schedule:
         return Schedule(self.steps, self.wd_windows)

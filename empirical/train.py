@@ -114,15 +114,21 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None) -> Run:
         frozen = frozen_parameters(freezes, comps, step)
         for p in frozen:
             p.grad = None   # the optimizer skips it: no update, no moment update
+        if cfg.clip is not None:
+            torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.grad is not None], cfg.clip)
+        lr = cfg.lr_at(step)
+        if lr != cfg.lr or cfg.lr_schedule != "constant":
+            for g in opt.param_groups:
+                g["lr"] = lr
         evaluate = (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps
         ce_sq = squared_grad_norm(decayed) if evaluate else 0.0
         if l2:
             add_l2_grad(decayed, float(lam[step]), skip=frozen)
         opt.step()
         if not l2:
-            apply_decay(decayed, cfg.lr, float(lam[step]), skip=frozen)
+            apply_decay(decayed, lr, float(lam[step]), skip=frozen)
         if evaluate:
-            mech = decay_mechanism(opt, decayed, cfg.lr, float(lam[step]), cfg.decay_form, ce_sq)
+            mech = decay_mechanism(opt, decayed, lr, float(lam[step]), cfg.decay_form, ce_sq)
             last = log_metrics(model, data, step + 1, device, rows, mech)
             if on_steps is not None:
                 on_steps(step + 1 - done_steps)

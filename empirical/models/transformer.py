@@ -1,7 +1,10 @@
-"""Decoder-only pre-LayerNorm Transformer, in one file (nanoGPT-style, small and plain).
+"""Decoder-only Transformer, in one file (nanoGPT-style, small and plain).
 
-Learned token and position embeddings, `layers` blocks of causal multi-head attention and
-a GELU MLP, a final LayerNorm and an untied unembedding (with an optional bias, `head_bias`). Two init conventions:
+Token and position embeddings, `layers` blocks of causal multi-head attention and an MLP, and
+an untied unembedding (with an optional bias, `head_bias`). The default is pre-LayerNorm with a
+final LayerNorm, learned positions, GELU and no dropout (the anchor tasks); the Alchemy paper's
+model is post-LayerNorm (no final LayerNorm), sinusoidal positions, token embedding scaled by
+sqrt(d), ReLU and dropout 0.1 (`ModelConfig.alchemy_paper`). Two init conventions:
 multiplier (std = gamma / sqrt(d_in), larger gamma = larger init) and exponent
 (std = d_in ** -gamma, Zhang et al.: larger gamma = smaller init). Every weight matrix
 uses its fan-in d_in; embeddings use d_in = d_model. Biases start at 0, LayerNorm at 1.
@@ -19,6 +22,9 @@ from ...errors import ConfigError
 
 INITS = ("multiplier", "exponent")
 DECAY_SETS = ("matrices", "non_embedding", "all")
+NORMS = ("pre", "post")
+POSITIONS = ("learned", "sinusoidal")
+ACTIVATIONS = ("gelu", "relu")
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,20 @@ class ModelConfig:
     init: str = "multiplier"
     gamma: float = 0.8
     head_bias: bool = False
+    norm: str = "pre"               # LayerNorm before each sublayer (+ a final one) or after the residual add
+    positions: str = "learned"
+    embed_scale: bool = False       # token embedding times sqrt(d)
+    dropout: float = 0.0            # on attention weights, sublayer outputs and the embedding sum
+    activation: str = "gelu"
+
+    @classmethod
+    def alchemy_paper(cls) -> "ModelConfig":
+        """The Alchemy paper's model: 4 layers, d 256, 4 heads, FFN 512, dropout 0.1, post-LN,
+        sinusoidal positions, sqrt(d)-scaled embedding, a head with bias (about 2.14M
+        parameters with the 25-token vocabulary and 108 classes). Its init is not stated: ours
+        is N(0, 1/fan_in) (gamma 1)."""
+        return cls(d=256, heads=4, layers=4, mlp_ratio=2, gamma=1.0, head_bias=True, norm="post",
+                   positions="sinusoidal", embed_scale=True, dropout=0.1, activation="relu")
 
     def __post_init__(self):
         for f in ("d", "heads", "layers", "mlp_ratio"):
@@ -45,8 +65,14 @@ class ModelConfig:
         if isinstance(self.gamma, bool) or not isinstance(self.gamma, (int, float)) or not (
                 math.isfinite(self.gamma) and self.gamma > 0):
             raise ConfigError("gamma", self.gamma, "an init scale > 0")
-        if not isinstance(self.head_bias, bool):
-            raise ConfigError("head_bias", self.head_bias, "true or false")
+        for f in ("head_bias", "embed_scale"):
+            if not isinstance(getattr(self, f), bool):
+                raise ConfigError(f, getattr(self, f), "true or false")
+        for f, allowed in (("norm", NORMS), ("positions", POSITIONS), ("activation", ACTIVATIONS)):
+            if getattr(self, f) not in allowed:
+                raise ConfigError(f, getattr(self, f), "one of " + ", ".join(allowed))
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
+            raise ConfigError("dropout", self.dropout, "a probability in [0, 1)")
 
     def init_std(self, fan_in: int) -> float:
         if self.init == "multiplier":
@@ -62,6 +88,7 @@ class Attention(nn.Module):
         super().__init__()
         self.heads = c.heads
         self.q, self.k, self.v, self.o = (nn.Linear(c.d, c.d) for _ in range(4))
+        self.drop = nn.Dropout(c.dropout)
         self.register_buffer("mask", torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool)))
 
     def forward(self, x):
@@ -72,7 +99,7 @@ class Attention(nn.Module):
             return t.view(B, T, h, D // h).transpose(1, 2)
         q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
         att = (q @ k.transpose(-2, -1)) / math.sqrt(D // h)
-        att = att.masked_fill(~self.mask[:T, :T], float("-inf")).softmax(-1)
+        att = self.drop(att.masked_fill(~self.mask[:T, :T], float("-inf")).softmax(-1))
         return self.o((att @ v).transpose(1, 2).reshape(B, T, D))
 
 
@@ -81,12 +108,18 @@ class Block(nn.Module):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(c.d), nn.LayerNorm(c.d)
         self.attn = Attention(c, seq_len)
-        self.mlp = nn.Sequential(nn.Linear(c.d, c.mlp_ratio * c.d), nn.GELU(),
+        act = nn.GELU() if c.activation == "gelu" else nn.ReLU()
+        self.mlp = nn.Sequential(nn.Linear(c.d, c.mlp_ratio * c.d), nn.Sequential(act, nn.Dropout(c.dropout)),
                                  nn.Linear(c.mlp_ratio * c.d, c.d))
+        self.drop = nn.Dropout(c.dropout)
+        self.post = c.norm == "post"
 
     def forward(self, x):
-        x = x + self.attn(self.ln1(x))
-        return x + self.mlp(self.ln2(x))
+        if self.post:
+            x = self.ln1(x + self.drop(self.attn(x)))
+            return self.ln2(x + self.drop(self.mlp(x)))
+        x = x + self.drop(self.attn(self.ln1(x)))
+        return x + self.drop(self.mlp(self.ln2(x)))
 
 
 class Transformer(nn.Module):
@@ -94,9 +127,14 @@ class Transformer(nn.Module):
         super().__init__()
         self.config = c
         self.tok = nn.Embedding(vocab_size, c.d)
-        self.pos = nn.Embedding(seq_len, c.d)
+        if c.positions == "learned":
+            self.pos = nn.Embedding(seq_len, c.d)
+        else:
+            self.pos = None
+            self.register_buffer("pos_table", sinusoidal_positions(seq_len, c.d))
+        self.drop = nn.Dropout(c.dropout)
         self.blocks = nn.ModuleList(Block(c, seq_len) for _ in range(c.layers))
-        self.ln_f = nn.LayerNorm(c.d)
+        self.ln_f = nn.LayerNorm(c.d) if c.norm == "pre" else nn.Identity()   # post-LN ends normalised
         self.unembed = nn.Linear(c.d, n_out or vocab_size, bias=c.head_bias)   # n_out: a class head
         self.reset_parameters()
 
@@ -117,11 +155,17 @@ class Transformer(nn.Module):
     def forward(self, idx, lengths=None):
         """Logits at the last position, (B, vocab or classes); with right-padded sequences, at
         the last real token (lengths - 1), which the causal mask keeps blind to the padding."""
-        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        T = idx.shape[1]
+        pos = self.pos(torch.arange(T, device=idx.device)) if self.pos is not None else self.pos_table[:T]
+        x = self.drop(self.tok(idx) * (math.sqrt(self.config.d) if self.config.embed_scale else 1.0) + pos)
         for b in self.blocks:
             x = b(x)
         last = x[:, -1] if lengths is None else x[torch.arange(len(x), device=x.device), lengths - 1]
         return self.unembed(self.ln_f(last))
+
+    def embeddings(self) -> list:
+        """The token embedding and, when learned, the position embedding (the paper's E)."""
+        return [self.tok.weight] + ([self.pos.weight] if self.pos is not None else [])
 
     def decayed_weights(self):
         """Every weight matrix except the embeddings (the `matrices` decay set; weight_norm's set)."""
@@ -134,7 +178,7 @@ class Transformer(nn.Module):
         if which == "matrices":
             return self.decayed_weights()
         if which == "non_embedding":
-            emb = {id(self.tok.weight), id(self.pos.weight)}
+            emb = {id(p) for p in self.embeddings()}
             return [p for p in self.parameters() if id(p) not in emb]
         if which == "all":
             return list(self.parameters())
@@ -142,13 +186,24 @@ class Transformer(nn.Module):
 
     def components(self) -> dict:
         """Freezable components by name -> list of parameters."""
-        comps = {"embedding": [self.tok.weight, self.pos.weight],
-                 "unembed": list(self.unembed.parameters()), "final_ln": list(self.ln_f.parameters())}
+        comps = {"embedding": self.embeddings(), "unembed": list(self.unembed.parameters())}
+        if list(self.ln_f.parameters()):
+            comps["final_ln"] = list(self.ln_f.parameters())
         for i, b in enumerate(self.blocks):
             comps[f"layer{i}"] = list(b.parameters())
             comps[f"layer{i}.attn"] = list(b.attn.parameters()) + list(b.ln1.parameters())
             comps[f"layer{i}.mlp"] = list(b.mlp.parameters()) + list(b.ln2.parameters())
         return comps
+
+
+def sinusoidal_positions(n: int, d: int) -> torch.Tensor:
+    """Vaswani et al.'s fixed encodings: sin on even, cos on odd dimensions, wavelengths 2 pi .. 10^4 2 pi."""
+    pos = torch.arange(n, dtype=torch.float32)[:, None]
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, d, 2, dtype=torch.float32) / d)
+    table = torch.zeros(n, d)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq[: d // 2])
+    return table
 
 
 def cross_entropy(logits, targets):
