@@ -113,7 +113,7 @@ def register(sub):
     p.add_argument("--gamma", type=float, nargs="+", default=None, help="only these gammas")
     p.add_argument("--threshold", type=float, default=0.5)
     p.add_argument("--metric", default="ood_acc")
-    p.add_argument("--methods", nargs="+", choices=("recipe", "recipe_run", "reduced", "full", "adamw"),
+    p.add_argument("--methods", nargs="+", choices=("recipe", "recipe_adamw", "recipe_run", "reduced", "full", "adamw"),
                    default=["recipe", "recipe_run", "reduced"],
                    help="recipe_run: the recipe with sigma_e and c_r of the runs' own initial embeddings")
     p.add_argument("--loss-norm", choices=("sum", "pair", "mean"), default="sum")

@@ -60,7 +60,8 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
     """One row per (gamma, width, lambda) onset sweep in the store: observed window with
     its bootstrap interval next to each method's predicted window, errors in steps.
 
-    Methods: recipe (orthonormal keys, sigma_e = 1), recipe_run (sigma_e and c_r of the run's
+    Methods: recipe (orthonormal keys, sigma_e = 1), recipe_adamw (the recipe's times divided by
+    AdamW's speed-up over GD on the stylised model), recipe_run (sigma_e and c_r of the run's
     own initial embeddings), reduced and full (derived equations / stylised flow), adamw
     (AdamW steps on the stylised model with the runs' decay form: l2 runs get the penalty
     through Adam). on_corrupt:

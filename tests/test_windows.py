@@ -89,3 +89,21 @@ def test_full_prediction_reports_progress_in_steps():
     seen = []
     predict(s, 0.5, "full", width=100, wd=2.0, total=400, onsets=[0, 300], init_seeds=2, progress=seen.append)
     assert sum(seen) == 2 * 400 and len(seen) > 2
+
+
+def test_recipe_adamw_lands_near_adamw_own_memorization_time():
+    """The recipe's t1 divided by AdamW's speed-up should be AdamW's own memorization time on the
+    stylised model (measured here directly by discrete AdamW steps), where the plain recipe is
+    off by that speed-up."""
+    from critwin.theory import Schedule, StylisedSetting, build_problem, init_params, run_discrete
+    from critwin.theory.optimizers import crossing_step
+    from critwin.theory.windows import predict
+    s = StylisedSetting(d=16, keys=4, anchors=4, train_pairs=10, eta=1e-2)
+    (row,) = predict(s, 0.8, "recipe_adamw")
+    (plain,) = predict(s, 0.8, "recipe")
+    p = build_problem(s)
+    st, tr, _ = run_discrete(p, init_params(p, [0.8], [0]), Schedule.none(3000), s.eta, "adamw", eval_every=1)
+    t1_adam = crossing_step(st, tr["x"][:, 0], 1 - s.delta)
+    assert row["t1_steps"] == pytest.approx(t1_adam, rel=0.3)
+    assert abs(np.log(plain["t1_steps"] / t1_adam)) > 2 * abs(np.log(row["t1_steps"] / t1_adam))
+    assert "AdamW's speed-up" in row["assumes"]
