@@ -49,6 +49,11 @@ def add_training_args(p):
     p.add_argument("--amsgrad", action="store_true",
                    help="adamw: divide by the running max of Adam's second moment, so it never falls (a"
                         " mechanism intervention for the l2 reading)")
+    p.add_argument("--checkpoints", type=int, nargs="+", default=None, metavar="STEP",
+                   help="save the full training state after these steps (other runs can --branch from them)")
+    p.add_argument("--branch", default=None, metavar="RUN_ID@STEP",
+                   help="start from a stored run's checkpoint (same config up to that step; new freezes or decay"
+                        " from it on); the result equals training from step 0")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--task-seed", type=int, default=0)
     p.add_argument("--eval-every", type=int, default=100)
@@ -73,7 +78,8 @@ def config_from_args(args, task: str) -> TrainConfig:
             "lr_schedule": args.lr_schedule, "clip": args.clip, "dropout": args.dropout,
             "wd": args.wd, "wd_window": args.wd_window, "budget_placement": args.budget_placement,
             "budget": args.budget, "width": args.width, "freeze": args.freeze, "seed": args.seed,
-            "eval_every": args.eval_every, "device": args.device}
+            "eval_every": args.eval_every, "device": args.device, "checkpoints": tuple(args.checkpoints or ()),
+            "branch": args.branch}
     if args.budget_placement is not None and args.wd_window:
         raise ConfigError("budget_placement", args.budget_placement, "either --wd-window or --budget-placement")
     return config_from_flat(flat)
@@ -146,7 +152,8 @@ def train_one(args, cfg):
         try:
             import torch
             torch.set_num_threads(args.threads)
-            run = train(cfg, progress=not args.no_progress)
+            start = store.checkpoint(*cfg.branch_point()) if cfg.branch else None
+            run = train(cfg, progress=not args.no_progress, start=start)
             store.save(run, replace=status == "corrupt")
         finally:
             store.release(run_id)

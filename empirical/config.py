@@ -20,10 +20,28 @@ CONFIG_VERSION = 1
 # Fields added after version 1, with the value every earlier run had: the run id hashes them
 # only when they differ from it, so runs stored before they existed keep their ids and meaning.
 ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices", "freeze_second_moment": None, "amsgrad": False,
-                  "lr_schedule": "constant", "clip": None,
+                  "lr_schedule": "constant", "clip": None, "checkpoints": [], "branch": None,
                   "hops": None, "chemistries": None, "ablation": None, "modulus": None, "train_frac": None}
 ADDED_MODEL_DEFAULTS = {"head_bias": False, "norm": "pre", "positions": "learned", "embed_scale": False,
                         "dropout": 0.0, "activation": "gelu"}
+
+
+BRANCH_FREE = ("freeze", "wd_windows", "checkpoints", "branch")   # may differ from a branch's source
+
+
+def check_branch(source: "TrainConfig", cfg: "TrainConfig", step: int) -> None:
+    """A run may start from `source`'s checkpoint at `step` only if it would have trained the
+    same way up to there: every field equal but freezes and decay windows, which must agree
+    before `step`."""
+    import numpy as np
+    a, b = source.resolved(), cfg.resolved()
+    for k in a:
+        if k not in BRANCH_FREE and a[k] != b[k]:
+            raise ConfigError(k, b[k], f"{a[k]!r}, the value of the run it branches from ({cfg.branch})")
+    if not np.array_equal(source.schedule().value(np.arange(step)), cfg.schedule().value(np.arange(step))):
+        raise ConfigError("wd_windows", list(cfg.wd_windows), f"the same decay as the source run before step {step}")
+    if sorted(f for f in source.freeze if f[1] < step) != sorted(f for f in cfg.freeze if f[1] < step):
+        raise ConfigError("freeze", list(cfg.freeze), f"the source run's freezes before step {step} (new ones from it on)")
 
 
 def reading_label(decay_form: str, decay_set: str, head_bias: bool) -> str:
@@ -55,6 +73,8 @@ class TrainConfig:
     freeze_second_moment: int | None = None   # adamw: hold Adam's v from this step on (an intervention)
     amsgrad: bool = False      # adamw: normalise by the running max of v (v never falls: an intervention)
     freeze: tuple = ()         # ((component, step), ...)
+    checkpoints: tuple = ()    # steps after which the full training state is saved with the run
+    branch: str | None = None  # "RUN_ID@STEP": start from that run's checkpoint instead of step 0
     seed: int = 0
     eval_every: int = 100
     device: str = "cpu"
@@ -123,10 +143,29 @@ class TrainConfig:
         if not self.schedule().windows:  # without decay the reading is moot: one run for all readings
             for k in ("decay_form", "decay_set"):
                 object.__setattr__(self, k, ADDED_DEFAULTS[k])
+        try:
+            object.__setattr__(self, "checkpoints", tuple(sorted({int(s) for s in self.checkpoints})))
+        except (TypeError, ValueError):
+            raise ConfigError("checkpoints", self.checkpoints, "steps, e.g. (500, 1000)") from None
+        if any(not 1 <= s <= self.steps for s in self.checkpoints):
+            raise ConfigError("checkpoints", list(self.checkpoints), f"steps in [1, {self.steps}]")
+        if self.branch is not None:
+            self.branch_point()
         for c, s in self.freeze:
             Freeze(c, s)
             if not (0 <= s <= self.steps):
                 raise ConfigError("freeze", f"{c}@{s}", f"a step in [0, {self.steps}]")
+
+    def branch_point(self) -> tuple[str, int]:
+        """(source run id, step) of `branch`."""
+        try:
+            rid, step = str(self.branch).split("@")
+            step = int(step)
+        except ValueError:
+            raise ConfigError("branch", self.branch, "RUN_ID@STEP, a stored run and one of its checkpoints") from None
+        if not (len(rid) == 16 and all(ch in "0123456789abcdef" for ch in rid)) or not 1 <= step < self.steps:
+            raise ConfigError("branch", self.branch, f"RUN_ID@STEP: a 16-hex-digit run id, a step in [1, {self.steps})")
+        return rid, step
 
     def task_options(self) -> dict:
         return {k: getattr(self, k) for k in TASK_OPTIONS}
@@ -148,6 +187,7 @@ class TrainConfig:
         d = asdict(self)
         d["betas"], d["wd_windows"] = list(self.betas), [list(w) for w in self.wd_windows]
         d["freeze"] = [list(f) for f in self.freeze]
+        d["checkpoints"] = list(self.checkpoints)
         d["model"] = self.model.to_dict()
         d["config_version"] = CONFIG_VERSION
         return d

@@ -17,7 +17,7 @@ import socket
 import time
 import uuid
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +26,7 @@ from ..errors import ConfigError, CorruptRunError
 from .config import ADDED_DEFAULTS, ADDED_MODEL_DEFAULTS, TrainConfig, reading_label
 
 FILES = ("config.json", "summary.json", "environment.json", "metrics.parquet")
+CHECKPOINTS = "checkpoints"     # optional folder: step_N.pt, the training state after step N
 TMP_PREFIX = ".tmp-"
 CLAIM_PREFIX = ".claim-"
 CLAIM_TTL = 24 * 3600   # seconds a claim from another host is honoured (its pid cannot be checked)
@@ -37,6 +38,7 @@ class Run:
     metrics: pd.DataFrame  # step, split, metric, value
     summary: dict
     environment: dict
+    checkpoints: dict = field(default_factory=dict, repr=False)   # step -> serialized training state
 
     @property
     def run_id(self) -> str:
@@ -98,6 +100,10 @@ class RunStore:
             _write_json(tmp / "summary.json", run.summary)
             _write_json(tmp / "environment.json", run.environment)
             run.metrics.to_parquet(tmp / "metrics.parquet", index=False)
+            if run.checkpoints:
+                (tmp / CHECKPOINTS).mkdir()
+                for step, blob in run.checkpoints.items():
+                    (tmp / CHECKPOINTS / f"step_{int(step)}.pt").write_bytes(blob)
             if final.is_dir():
                 old = self.root / f"{TMP_PREFIX}old-{run_id}-p{os.getpid()}-{uuid.uuid4().hex[:8]}"
                 os.rename(final, old)
@@ -200,6 +206,20 @@ class RunStore:
                 except FileNotFoundError:
                     pass
         return removed
+
+    def checkpoint(self, run_id: str, step: int) -> dict:
+        """The training state `run_id` saved after `step` (its config's `checkpoints`)."""
+        import torch
+        path = self.path(run_id) / CHECKPOINTS / f"step_{int(step)}.pt"
+        if not path.is_file():
+            have = sorted(int(p.stem.split("_")[1]) for p in (self.path(run_id) / CHECKPOINTS).glob("step_*.pt")) \
+                if (self.path(run_id) / CHECKPOINTS).is_dir() else []
+            raise ConfigError("branch", f"{run_id}@{step}", f"a stored checkpoint of a run in {self.root}"
+                                                           f" (that run has {have or 'none'})")
+        try:
+            return torch.load(path, map_location="cpu", weights_only=False)
+        except Exception as e:  # noqa: BLE001 - an unreadable checkpoint is damage
+            raise CorruptRunError(self.path(run_id), f"checkpoint {path.name} unreadable ({e})") from None
 
     def load(self, run_id: str) -> Run:
         return read_run(self.path(run_id))

@@ -1,6 +1,7 @@
 """The training loop: one TrainConfig in, one Run (config, tidy metrics, summary, env) out."""
 from __future__ import annotations
 
+import io
 import math
 import time
 
@@ -11,7 +12,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from ..errors import ConfigError
-from .config import TrainConfig
+from .config import TrainConfig, check_branch
 from .environment import environment
 from .interventions import add_l2_grad, apply_decay, frozen_parameters
 from .interventions.second_moment import AdamFrozenSecondMoment
@@ -71,10 +72,14 @@ def initial_model(cfg: TrainConfig):
     return build_model(cfg, data.vocab_size, data.seq_len, data.info.get("n_classes")), data
 
 
-def train(cfg: TrainConfig, progress: bool = True, on_steps=None) -> Run:
+def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | None = None) -> Run:
     """Train one model. Deterministic on CPU for a given config (seeded init and batches).
-    on_steps(n), if given, is called at every evaluation with the steps done since the last."""
+    on_steps(n), if given, is called at every evaluation with the steps done since the last.
+    A config with `branch` starts from `start`, the source run's checkpoint (RunStore.checkpoint):
+    the result equals training the same config from step 0."""
     device = _device(cfg.device)
+    if (cfg.branch is None) != (start is None):
+        raise ConfigError("branch", cfg.branch, "a config with branch, trained from its checkpoint (start)")
     model, data = initial_model(cfg)
     model = model.to(device)
     gen = torch.Generator().manual_seed(cfg.seed)
@@ -96,11 +101,21 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None) -> Run:
     n, B = len(y), cfg.batch_size
     perm, ptr = torch.randperm(n, generator=gen), 0
     rows: list = []
-    last = log_metrics(model, data, 0, device, rows)
-    status, error, t0, done_steps = "complete", None, time.perf_counter(), 0
-    bar = tqdm(total=cfg.steps, desc=f"{cfg.task} seed {cfg.seed}", unit="step",
+    first, checkpoints = 0, {}
+    if start is not None:
+        first = start["step"]
+        check_branch(TrainConfig.from_dict(start["config"]), cfg, first)
+        model.load_state_dict(start["model"])
+        opt.load_state_dict(start["optimizer"])
+        gen.set_state(start["generator"])
+        torch.set_rng_state(start["torch_rng"])
+        perm, ptr, rows, last = start["perm"].to(torch.int64), start["ptr"], list(start["rows"]), start["last"]
+    else:
+        last = log_metrics(model, data, 0, device, rows)
+    status, error, t0, done_steps = "complete", None, time.perf_counter(), first
+    bar = tqdm(total=cfg.steps, initial=first, desc=f"{cfg.task} seed {cfg.seed}", unit="step",
                disable=not progress, leave=False, mininterval=0.5)
-    for step in range(cfg.steps):
+    for step in range(first, cfg.steps):
         if ptr + B > n:
             perm, ptr = torch.randperm(n, generator=gen), 0
         idx = perm[ptr:ptr + B].to(device)
@@ -134,6 +149,8 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None) -> Run:
                 on_steps(step + 1 - done_steps)
                 done_steps = step + 1
             bar.set_postfix({f"{k}": f"{last[k]:.3f}" for k in last if k.endswith("_acc")}, refresh=False)
+        if step + 1 in cfg.checkpoints:
+            checkpoints[step + 1] = training_state(cfg, step + 1, model, opt, gen, perm, ptr, rows, last)
         bar.update(1)
     bar.close()
     wall = time.perf_counter() - t0
@@ -149,4 +166,13 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None) -> Run:
                "wall_seconds": wall, "seconds_per_step": wall / max(1, int(metrics["step"].max())),
                "final": last, "n_parameters": sum(p.numel() for p in model.parameters()),
                "task_info": {k: v for k, v in data.info.items() if k in ("chance", "id_modulus")}}
-    return Run(cfg.resolved(), metrics, summary, environment(cfg.device))
+    return Run(cfg.resolved(), metrics, summary, environment(cfg.device), checkpoints)
+
+
+def training_state(cfg: TrainConfig, step: int, model, opt, gen, perm, ptr: int, rows: list, last: dict) -> bytes:
+    """Everything a branch needs to continue exactly from after `step`, serialized (torch.save)."""
+    buf = io.BytesIO()
+    torch.save({"format": 1, "step": step, "config": cfg.resolved(), "model": model.state_dict(),
+                "optimizer": opt.state_dict(), "generator": gen.get_state(), "torch_rng": torch.get_rng_state(),
+                "perm": perm.cpu(), "ptr": ptr, "rows": list(rows), "last": dict(last)}, buf)
+    return buf.getvalue()

@@ -73,14 +73,16 @@ def _report_steps(n: int) -> None:
         _STEPS.put(n)
 
 
-def run_config(config: dict) -> dict:
-    """Worker task: train one resolved config; never raises (errors come back as data)."""
+def run_config(item) -> dict:
+    """Worker task: train one resolved config, or (config, checkpoint) for a branch; never
+    raises (errors come back as data)."""
     from ..config import TrainConfig
     from ..train import train
+    config, start = item if isinstance(item, tuple) else (item, None)
     try:
         _one_thread()
         return {"config": config, "run": train(TrainConfig.from_dict(config), progress=False,
-                                               on_steps=_report_steps)}
+                                               on_steps=_report_steps, start=start)}
     except Exception as e:  # noqa: BLE001 - a failed run is recorded, not raised
         return {"config": config, "error": f"{type(e).__name__}: {e}",
                 "traceback": traceback.format_exc()}

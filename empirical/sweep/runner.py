@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 from tqdm.auto import tqdm
 
+from ...errors import ConfigError, CorruptRunError
 from ..config import TrainConfig
 from ..environment import environment
 from ..store import Run, RunStore
@@ -88,7 +89,17 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                 bar.update(1)
                 continue
             held.add(rid)
-            yield c.resolved()
+            if c.branch is None:
+                yield c.resolved()
+                continue
+            try:
+                yield c.resolved(), store.checkpoint(*c.branch_point())
+            except (ConfigError, CorruptRunError) as e:     # no source checkpoint: this run fails, others go on
+                store.save(failed_run(c.resolved(), str(e), ""), replace=rid in damaged)
+                store.release(rid)
+                held.discard(rid)
+                res.failed.append((rid, str(e)))
+                bar.update(1)
 
     bar = tqdm(total=len(configs), initial=len(skip), desc="sweep", unit="run", disable=not progress)
     bar.set_postfix(done=0, failed=0, remaining=len(todo))
