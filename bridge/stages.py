@@ -181,21 +181,27 @@ def register(p):
 
 def plasticity_window(base: dict, component: str, freeze_steps, seeds, store, metric: str = "event_c",
                       split: str = "test", delay: float = 0.0, n: int = 3, executor=None, train: bool = True,
-                      progress: bool = True):
-    """Freeze `component` from each step t_f to the end (training from scratch is the baseline
-    up to t_f exactly, so no checkpoint is needed), detect the stage of `metric` per run, and
-    compare with the unfrozen baseline: delta = stage time (frozen) - stage time (baseline),
+                      progress: bool = True, branch: bool = True):
+    """Freeze `component` from each step t_f to the end, detect the stage of `metric` per run,
+    and compare with the unfrozen baseline: delta = stage time (frozen) - stage time (baseline),
     a stage never reached counting as the end of training. The window is the t_f where the
-    mean delta over seeds exceeds `delay`."""
+    mean delta over seeds exceeds `delay`. branch: the baseline saves a checkpoint at every
+    t_f and each frozen run starts there (same numbers as training it from step 0, which
+    branch=False does, at up to half the cost)."""
     import pandas as pd
 
     from ..empirical.sweep import config_from_flat, run_sweep
-    cfgs = {(None, s): config_from_flat({**base, "seed": s}) for s in seeds}
+    points = sorted({int(tf) for tf in freeze_steps if tf >= 1}) if branch else []
+    cfgs = {(None, s): config_from_flat({**base, "seed": s, **({"checkpoints": points} if points else {})})
+            for s in seeds}
     for tf in freeze_steps:
         for s in seeds:
-            cfgs[(tf, s)] = config_from_flat({**base, "seed": s, "freeze": f"{component}@{int(tf)}"})
-    if train:
-        run_sweep(list(cfgs.values()), store, executor, progress=progress)
+            src = f"{cfgs[(None, s)].run_id()}@{int(tf)}" if int(tf) in points else None
+            cfgs[(tf, s)] = config_from_flat({**base, "seed": s, "freeze": f"{component}@{int(tf)}",
+                                              **({"branch": src} if src else {})})
+    if train:       # baselines first: the frozen runs start from their checkpoints
+        run_sweep([cfgs[(None, s)] for s in seeds], store, executor, progress=progress)
+        run_sweep([c for k, c in cfgs.items() if k[0] is not None], store, executor, progress=progress)
     tau = STAGE_TAUS.get(metric, 0.9)
     rows = []
     for (tf, s), c in cfgs.items():
@@ -236,7 +242,8 @@ def cmd_plasticity(args):
     ex = make_executor(args.executor, args.workers, args.scheduler) if args.train else None
     try:
         per_run, table = plasticity_window(base, args.component, steps, range(args.seeds), store, args.metric,
-                                           args.split, args.delay, args.n, ex, args.train, not args.no_progress)
+                                           args.split, args.delay, args.n, ex, args.train, not args.no_progress,
+                                           args.branch)
     finally:
         if ex is not None:
             ex.close()
@@ -264,6 +271,8 @@ def register_plasticity(p):
     p.add_argument("--n", type=int, default=3)
     p.add_argument("--store", default="runs")
     p.add_argument("--no-train", dest="train", action="store_false")
+    p.add_argument("--no-branch", dest="branch", action="store_false",
+                   help="train every frozen run from step 0 (default: start it from the baseline's checkpoint)")
     add_executor_args(p)
     p.add_argument("--out", default="critwin-out")
     p.add_argument("--no-progress", action="store_true")

@@ -97,7 +97,26 @@ def test_plasticity_window_from_stored_curves(tmp_path):
             curve = staged_curve(rise_at=(t,), levels=(0.1, 0.97)) if t else np.full(len(STEPS), 0.1)
             m = pd.DataFrame({"step": STEPS.astype("int64"), "split": "test", "metric": "event_c", "value": curve})
             store.save(Run(cfg.resolved(), m, {"status": "complete", "final": {}}, {}))
-    _, table = plasticity_window(base, "layer0", [100, 400, 1000], [0, 1], store, delay=100, train=False)
+    _, table = plasticity_window(base, "layer0", [100, 400, 1000], [0, 1], store, delay=100, train=False,
+                                 branch=False)
     t = table.set_index("freeze_step")
     assert t.loc[100, "delta_mean"] == 1000 and t.loc[400, "delta_mean"] == 1500 and t.loc[1000, "delta_mean"] == 0
     assert list(t.in_window) == [True, True, False] and t.loc[400, "reached"] == 0.0
+
+
+def test_plasticity_by_branching_equals_training_each_run_from_zero(tmp_path):
+    """The baseline's checkpoints let each frozen run start at t_f: same per-run stage times as
+    the same runs trained from step 0."""
+    from critwin.bridge.stages import plasticity_window
+    from critwin.empirical import RunStore
+    from critwin.empirical.sweep import LocalExecutor
+    base = {"steps": 60, "d": 16, "batch_size": 32, "eval_every": 10, "lr": 1e-2}
+    out = {}
+    for branch in (True, False):
+        store = RunStore(tmp_path / str(branch))
+        per_run, table = plasticity_window(base, "layer0", [0, 20, 40], [0], store, metric="acc", split="train",
+                                           executor=LocalExecutor(1), progress=False, branch=branch)
+        out[branch] = per_run
+        runs = [store.load(r) for r in store.scan()[0]]
+        assert sum(r.config["branch"] is not None for r in runs) == (2 if branch else 0)
+    assert out[True].equals(out[False])
