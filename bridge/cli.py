@@ -56,6 +56,7 @@ GROUPS = {
                "register", None),
     "plasticity": ("freeze a component from each step t_f: how much later a stage comes (the window)", None,
                    "stages", "register_plasticity", None),
+    "tasks": ("property-test task generators (the testing kit)", None, "task_commands", "register", "COMMAND"),
     "phase": ("final OOD over decay strength x window onset x gamma, with predicted windows",
               "The (lambda, onset, gamma) map under one decay reading; resumable runs in the store.",
               "phase", "register", None),
@@ -83,7 +84,7 @@ def main(argv=None) -> int:
     args = build_parser(argv).parse_args(argv)
     args.command_line = "critwin " + " ".join(shlex.quote(a) for a in argv)
     try:
-        payload, text = args.handler(args)
+        payload, text, *code = args.handler(args)      # a handler may add an exit code (e.g. a failed check)
     except ConfigError as err:
         if getattr(args, "json", False):
             print(json.dumps({"error": str(err), "field": err.field, "allowed": err.allowed}))
@@ -99,7 +100,7 @@ def main(argv=None) -> int:
         print(json.dumps(_jsonable(payload), indent=1))
     else:
         print(text)
-    return 0
+    return code[0] if code else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

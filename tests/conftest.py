@@ -22,3 +22,5 @@ def _one_torch_thread():
     matmuls up to 100x slower (measured)."""
     import torch
     torch.set_num_threads(1)
+
+from critwin.testing import task_kit  # noqa: E402,F401  (the kit's fixture, as a user's conftest would take it)

@@ -214,6 +214,16 @@ class AlchemyTask:
                      {"lengths": lengths, "chemistry_stones": np.array(stones, dtype=np.int64),
                       "event_b": b_arr, "chemistry": np.array(chem_ids, dtype=np.int64)})
 
+    def kit_spec(self):
+        """For `critwin.testing`: training and held-out chemistries are disjoint (so are their
+        queries); the withheld-pair task has 8 queries per chemistry."""
+        from ..testing import KitSpec
+        chem = lambda s: s.extra["chemistry"]   # noqa: E731
+        counts = None
+        if self.variant == "withheld":
+            counts = lambda data: {k: 8 * len(np.unique(v.extra["chemistry"])) for k, v in data.splits.items()}  # noqa: E731
+        return KitSpec(disjoint=(("train", "test", chem),), counts=counts)
+
     def generate(self) -> TaskData:
         eps = self.episodes()
         splits = {name: self._split(e) for name, e in eps.items()}

@@ -68,3 +68,16 @@ class PermutationAnchorTask:
                         {"train": self._split(train, perms), "ood": self._split(ood, perms)},
                         {"permutations": perms.tolist(), "train_pairs": train.tolist(),
                          "ood_pairs": ood.tolist(), "chance": 1.0 / self.keys})
+
+    def kit_spec(self):
+        """For `critwin.testing`: train and OOD are disjoint by anchor pair; each target is
+        pi_j(pi_i(k)) read from the inputs; every pair appears once per key."""
+        from ..testing import KitSpec
+
+        def oracle(data, name, split):
+            perms = data.info["permutations"]
+            return [perms[j - self.keys][perms[i - self.keys][k]] for k, i, j in split.inputs.tolist()]
+        return KitSpec(disjoint=(("train", "ood", lambda s: s.inputs[:, 1:]),), oracle=oracle,
+                       counts=lambda data: {"train": self.train_pairs * self.keys,
+                                            "ood": (self.anchors ** 2 - self.train_pairs) * self.keys},
+                       n_classes=lambda data: self.keys)

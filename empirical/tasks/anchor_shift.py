@@ -71,3 +71,20 @@ class ShiftAnchorTask:
         return TaskData(self.name, VOCAB, SEQ_LEN,
                         {"train": take(~is_id), "id_test": take(is_id), "ood": ood},
                         {"shifts": SHIFTS, "id_modulus": self.id_modulus, "chance": 1.0 / VOCAB})
+
+    def kit_spec(self):
+        """For `critwin.testing`: the held-out anchor pair never occurs in training; ID test and
+        train are split by (x mod id_modulus) = position, so no row is in both; targets are
+        x + s(a1) + s(a2) read from the row (x - 6 on the trained odd pair)."""
+        from ..testing import KitSpec, split_rows
+
+        def oracle(data, name, split):
+            out = []
+            for row in split.inputs.tolist():
+                p = next(k for k in range(POSITIONS) if row[k + 1] in SHIFTS and row[k + 2] in SHIFTS)
+                x, a1, a2 = row[p], row[p + 1], row[p + 2]
+                out.append(x + ODD_LABEL_SHIFT if (a1, a2) == TRAINED_ODD else x + SHIFTS[a1] + SHIFTS[a2])
+            return out
+        pair = lambda s: s.extra["pair"]    # noqa: E731
+        return KitSpec(disjoint=(("train", "ood", pair), ("id_test", "ood", pair), ("train", "id_test", split_rows)),
+                       oracle=oracle)

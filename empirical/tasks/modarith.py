@@ -46,3 +46,12 @@ class ModularAdditionTask:
         train, test = self.pairs()
         return TaskData(self.name, self.p + 1, 3, {"train": self._split(train), "test": self._split(test)},
                         {"chance": 1.0 / self.p, "n_classes": self.p, "p": self.p, "train_frac": self.train_frac})
+
+    def kit_spec(self):
+        """For `critwin.testing`: the pair (a, b) is the identity; targets are (a + b) mod p;
+        the splits hold round(train_frac p^2) and the rest of the p^2 pairs."""
+        from ..testing import KitSpec
+        n = int(round(self.train_frac * self.p ** 2))
+        return KitSpec(disjoint=(("train", "test", lambda s: s.inputs[:, :2]),),
+                       oracle=lambda data, name, s: (s.inputs[:, 0] + s.inputs[:, 1]) % self.p,
+                       counts=lambda data: {"train": n, "test": self.p ** 2 - n}, n_classes=lambda data: self.p)

@@ -1,0 +1,79 @@
+"""The task-generator testing kit on the project's tasks, on a user's generator and on a broken one."""
+import json
+
+from hypothesis import strategies as st
+
+from critwin.bridge.cli import main
+from critwin.empirical.tasks import AlchemyTask, ModularAdditionTask, PermutationAnchorTask, ShiftAnchorTask
+from critwin.testing import KitSpec, assert_task, check_task
+
+from toy_tasks import SumTask
+
+
+def test_the_project_tasks_pass_every_declared_invariant():
+    for factory, params, n in (
+            (PermutationAnchorTask, {"seed": st.integers(0, 2**16), "anchors": st.integers(2, 9),
+                                     "keys": st.integers(2, 12), "train_pairs": st.integers(1, 80)}, 25),
+            (ShiftAnchorTask, None, 5),
+            (ModularAdditionTask, {"seed": st.integers(0, 999), "p": st.integers(2, 40),
+                                   "train_frac": st.floats(0.05, 0.95)}, 25),
+            (lambda seed: AlchemyTask("withheld", None, seed, 4), None, 3)):
+        report = assert_task(factory, params, examples=n)
+        assert not [r for r in report.results if r.status == "failed"]
+    statuses = {r.name: r.status for r in check_task(PermutationAnchorTask, examples=3).results}
+    assert statuses["targets_by_oracle"] == statuses["splits_disjoint"] == statuses["declared_counts"] == "passed"
+
+
+def test_a_leaking_split_is_caught_and_shrunk_to_the_smallest_seed():
+    report = check_task(lambda seed: SumTask(seed, leaky=True), examples=60)
+    bad = {r.name: r for r in report.results if r.status == "failed"}
+    assert set(bad) == {"splits_disjoint", "declared_counts"}
+    assert bad["splits_disjoint"].counterexample == {"seed": 7}        # hypothesis shrinks to the first bad seed
+    assert "train and test share 1 identities" in bad["splits_disjoint"].message
+    assert not report.ok and "smallest counterexample: {'seed': 7}" in report.text()
+    assert check_task(SumTask, examples=30).ok
+
+
+def test_each_invariant_can_fail():
+    """A generator broken in one way fails exactly the invariant that checks it."""
+    import numpy as np
+
+    from critwin.empirical.tasks import Split, TaskData
+
+    class Broken:
+        def __init__(self, seed, how):
+            self.seed, self.how = seed, how
+
+        def generate(self):
+            rng = np.random.default_rng(None if self.how == "random" else (0 if self.how == "seedless" else self.seed))
+            x = rng.integers(0, 5, size=(8, 3))
+            y = x.sum(axis=1) % 5 if self.how != "oracle" else (x.sum(axis=1) + 1) % 5
+            vocab = 4 if self.how == "vocab" else 5
+            return TaskData("b", vocab, 2 if self.how == "length" else 3,
+                            {"train": Split(x.astype(np.int64), y.astype(np.int64))})
+
+        def kit_spec(self):
+            return KitSpec(oracle=lambda d, n, s: s.inputs.sum(axis=1) % 5)
+    expect = {"random": "deterministic", "seedless": "seed_matters", "oracle": "targets_by_oracle",
+              "vocab": "tokens_in_vocab", "length": "sequence_lengths"}
+    for how, inv in expect.items():
+        failed = {r.name for r in check_task(lambda seed: Broken(seed, how), examples=10).results
+                  if r.status == "failed"}
+        assert failed == {inv}, (how, failed)
+
+
+def test_cli_on_registered_and_user_tasks(capsys):
+    assert main(["tasks", "check", "anchor_permutation", "--examples", "3"]) == 0
+    assert "7 passed, 0 failed" in capsys.readouterr().out
+    assert main(["tasks", "check", "toy_tasks:leaky_sum_task", "--examples", "40", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert not out["ok"] and {"name": "splits_disjoint", "status": "failed", "counterexample": {"seed": 7},
+                               "message": next(r["message"] for r in out["results"]
+                                               if r["name"] == "splits_disjoint")} in out["results"]
+    assert main(["tasks", "check", "modarith", "--set", "hops=2"]) == 2
+    assert "hops" in capsys.readouterr().err
+    assert main(["tasks", "check", "no_module_here:f"]) == 2
+
+
+def test_the_fixture(task_kit):
+    task_kit(SumTask, examples=5)
