@@ -77,3 +77,18 @@ def test_cli_on_registered_and_user_tasks(capsys):
 
 def test_the_fixture(task_kit):
     task_kit(SumTask, examples=5)
+
+
+def test_the_readme_example_runs_and_prints_what_it_says(capsys):
+    import re
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("## Property-testing a task generator"):]
+    code, printed = re.findall(r"```(?:python)?\n(.*?)```", section, re.S)[:2]
+    exec(compile(code, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    for line in printed.strip().splitlines():
+        if "e.g. (" in line:
+            line = line.split("e.g. (")[0]
+        assert line.split(" (smallest")[0].strip() in out
+    assert "{'seed': 7}" in out
