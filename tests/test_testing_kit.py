@@ -92,3 +92,13 @@ def test_the_readme_example_runs_and_prints_what_it_says(capsys):
             line = line.split("e.g. (")[0]
         assert line.split(" (smallest")[0].strip() in out
     assert "{'seed': 7}" in out
+
+
+def test_alchemy_leak_check_can_fail():
+    """The withheld task's leak rule finds leaks where the support does hold the query potions
+    (composition's support has every one-hop transition)."""
+    leaks = AlchemyTask("withheld", None, 0, 2).kit_spec().leaks
+    comp = AlchemyTask("composition", 2, 0, 2).generate()
+    assert all(leaks(comp, "train", comp.splits["train"]))
+    held = AlchemyTask("withheld", None, 0, 2).generate()
+    assert not any(leaks(held, "train", held.splits["train"]))

@@ -216,13 +216,24 @@ class AlchemyTask:
 
     def kit_spec(self):
         """For `critwin.testing`: training and held-out chemistries are disjoint (so are their
-        queries); the withheld-pair task has 8 queries per chemistry."""
+        queries); the withheld-pair task has 8 queries per chemistry and no query potion in its
+        support."""
         from ..testing import KitSpec
         chem = lambda s: s.extra["chemistry"]   # noqa: E731
         counts = None
         if self.variant == "withheld":
             counts = lambda data: {k: 8 * len(np.unique(v.extra["chemistry"])) for k, v in data.splits.items()}  # noqa: E731
-        return KitSpec(disjoint=(("train", "test", chem),), counts=counts)
+        leaks = None
+        if self.variant == "withheld":
+            def leaks(data, name, split):
+                """The query's potion (after the last item separator) must not be in its support."""
+                potions, sep = {TOKEN[p] for p in POTIONS}, TOKEN["<item_sep>"]
+                out = []
+                for row, n in zip(split.inputs.tolist(), split.extra["lengths"].tolist()):
+                    cut = n - 1 - row[:n][::-1].index(sep)
+                    out.append(bool(potions & set(row[cut:n]) & set(row[:cut])))
+                return out
+        return KitSpec(disjoint=(("train", "test", chem),), counts=counts, leaks=leaks)
 
     def generate(self) -> TaskData:
         eps = self.episodes()
