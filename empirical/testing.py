@@ -136,45 +136,42 @@ def sequence_lengths(factory, params):
             assert ln.min(initial=1) >= 1 and ln.max(initial=0) <= s.inputs.shape[1], f"{name}: lengths outside the rows"
 
 
-def splits_disjoint(factory, params):
+def _declared(factory, params, field: str, why: str, given=None):
+    """(the task's declared `field`, its data), or (None, 'skip: why') when it declares none."""
     task = factory(**params)
-    pairs = _spec(task).disjoint
-    if not pairs:
-        return "skip: the task declares no split identity"
-    data = task.generate()
-    for a, b, ident in pairs:
+    fn = given or getattr(_spec(task), field)
+    return (fn, task.generate()) if fn else (None, f"skip: {why}")
+
+
+def splits_disjoint(factory, params):
+    pairs, data = _declared(factory, params, "disjoint", "the task declares no split identity")
+    for a, b, ident in pairs or ():
         shared = _keys(ident(data.splits[a])) & _keys(ident(data.splits[b]))
         assert not shared, f"{a} and {b} share {len(shared)} identities, e.g. {sorted(shared)[0]}"
+    return None if pairs else data
 
 
 def declared_counts(factory, params):
-    task = factory(**params)
-    counts = _spec(task).counts
+    counts, data = _declared(factory, params, "counts", "the task declares no counts")
     if counts is None:
-        return "skip: the task declares no counts"
-    data = task.generate()
+        return data
     for name, n in counts(data).items():
         assert len(data.splits[name]) == n, f"{name}: {len(data.splits[name])} examples, declared {n}"
 
 
 def targets_by_oracle(factory, params, oracle=None):
-    task = factory(**params)
-    oracle = oracle or _spec(task).oracle
+    oracle, data = _declared(factory, params, "oracle", "no oracle (declare one, or pass oracle=)", oracle)
     if oracle is None:
-        return "skip: no oracle (declare one, or pass oracle=)"
-    data = task.generate()
+        return data
     for name, s in data.splits.items():
-        want = np.asarray(oracle(data, name, s))
-        bad = np.nonzero(want != s.targets)[0]
+        bad = np.nonzero(np.asarray(oracle(data, name, s)) != s.targets)[0]
         assert not len(bad), f"{name}: {len(bad)} targets differ from the oracle, first at row {bad[0]}"
 
 
 def no_leaks(factory, params):
-    task = factory(**params)
-    leaks = _spec(task).leaks
+    leaks, data = _declared(factory, params, "leaks", "the task declares no support to leak into")
     if leaks is None:
-        return "skip: the task declares no support to leak into"
-    data = task.generate()
+        return data
     for name, s in data.splits.items():
         hit = np.nonzero(np.asarray(leaks(data, name, s)))[0]
         assert not len(hit), f"{name}: {len(hit)} queries appear in their own support, first at row {hit[0]}"
