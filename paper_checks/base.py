@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -67,9 +67,16 @@ def _scale(flat: dict, f: float) -> dict:
 
 
 def final_metric(store: RunStore, cfg, metric: str = "ood_acc") -> float:
-    """A run's final metric; nan when the run is not (completely) in the store."""
+    """A run's final metric; nan when the run is not (completely) in the store. A `*_reach_step`
+    metric (first evaluation at >= 0.95, e.g. the grokking step) is read from the summary and
+    a run that never reached it counts as its last step (censored)."""
     run = store.complete(cfg.run_id())
-    return float("nan") if run is None else float(run.summary["final"].get(metric, np.nan))
+    if run is None:
+        return float("nan")
+    if metric.endswith("_reach_step"):
+        v = run.summary.get(metric)
+        return float(cfg.steps if v is None else v)
+    return float(run.summary["final"].get(metric, np.nan))
 
 
 def mean_sd(vals) -> dict:
@@ -131,6 +138,7 @@ class EmpiricalCheck:
     notes: str = ""
     extra_rows: object = None   # callable(store, configs by (variant, task seed, seed)) -> more judged rows
     task_seeds: int = 3     # task instances (task_seed 0..n-1): the outcome depends on them
+    row_tolerance: dict = field(default_factory=dict)   # variant -> its own tolerance (else the check's)
 
     def configs(self, size: str, wd_scale: float = 1.0, seeds: int | None = None,
                 task_seeds: int | None = None, reading: dict | None = None) -> dict:
@@ -177,7 +185,8 @@ class EmpiricalCheck:
             vals = np.array([final_metric(store, cfgs[k], self.metric) for k in keys])
             rows.append({"value": name, "paper": self.paper[name], **mean_sd(vals), "per_seed": vals.tolist(),
                          "task_seed": [k[1] for k in keys], **variance_split(vals, [k[1] for k in keys]),
-                         "run_ids": [cfgs[k].run_id() for k in keys]})
+                         "run_ids": [cfgs[k].run_id() for k in keys],
+                         **({"tolerance": self.row_tolerance[name]} if name in self.row_tolerance else {})})
         if self.extra_rows is not None:
             rows += self.extra_rows(store, cfgs)
         v = verdict(rows, self.tolerance)

@@ -151,3 +151,24 @@ def test_check_without_training_reads_what_is_there(tmp_path, capsys):
     d = json.loads(capsys.readouterr().out)
     assert code == 0 and "incomplete: 1 of 4 runs" in d["verdict"]
     assert main(["check", "W2", "--size", "paper", "--store", str(tmp_path / "none"), "--no-train"]) == 2
+
+
+def test_w11_reads_grokking_steps_with_censoring_and_counts_faster_lambdas():
+    chk = CHECKS["W11"]
+    cfgs = chk.configs("paper", seeds=1, task_seeds=2)
+    assert {c.task for c in cfgs.values()} == {"modarith"} and len(cfgs) == 10 * 2
+
+    class Run:
+        def __init__(self, step):
+            self.summary = {"final": {}, "test_reach_step": step}
+    # constant groks at 700 (seed 0) / never (seed 1 of lambda 3: censored at T); windows at 3500
+    steps = {k: (700 if k[0].startswith("constant") else 3500) for k in cfgs}
+    steps[("constant 3", 1, 0)] = None
+    store = _FakeStore({c.run_id(): Run(steps[k]) for k, c in cfgs.items()})
+    res = chk.run("paper", store, train=False, seeds=1, task_seeds=2)
+    rows = {r["value"]: r for r in res["rows"]}
+    assert rows["constant 0.01"]["measured"] == 700 and rows["constant 0.01"]["tolerance"] == 350
+    assert rows["constant 3"]["measured"] == pytest.approx((700 + 10000) / 2)      # censored = T
+    count = rows["lambdas where constant groks no later than the window"]
+    assert count["measured"] == 4 and count["paper"] == 5          # lambda 3: 5350 > 3500
+    assert res["verdict"].startswith("not reproduced")
