@@ -49,6 +49,9 @@ def add_training_args(p):
     p.add_argument("--amsgrad", action="store_true",
                    help="adamw: divide by the running max of Adam's second moment, so it never falls (a"
                         " mechanism intervention for the l2 reading)")
+    p.add_argument("--freeze-optimizer", choices=("keep", "rebuild"), default="keep",
+                   help="at a --freeze step: keep the optimizer's moments for the other parameters, or rebuild"
+                        " it over the trainable ones (the Alchemy paper's protocol)")
     p.add_argument("--checkpoints", type=int, nargs="+", default=None, metavar="STEP",
                    help="save the full training state after these steps (other runs can --branch from them)")
     p.add_argument("--branch", default=None, metavar="RUN_ID@STEP",
@@ -79,6 +82,7 @@ def config_from_args(args, task: str) -> TrainConfig:
             "wd": args.wd, "wd_window": args.wd_window, "budget_placement": args.budget_placement,
             "budget": args.budget, "width": args.width, "freeze": args.freeze, "seed": args.seed,
             "eval_every": args.eval_every, "device": args.device, "checkpoints": tuple(args.checkpoints or ()),
+            "freeze_optimizer": args.freeze_optimizer,
             "branch": args.branch}
     if args.budget_placement is not None and args.wd_window:
         raise ConfigError("budget_placement", args.budget_placement, "either --wd-window or --budget-placement")

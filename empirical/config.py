@@ -15,12 +15,14 @@ from .tasks import TASK_OPTIONS, TASKS, make_task
 
 OPTIMIZERS = ("adamw", "sgd")
 LR_SCHEDULES = ("constant", "cosine")
+FREEZE_OPTIMIZER = ("keep", "rebuild")
 DEVICES = ("cpu", "cuda")
 CONFIG_VERSION = 1
 # Fields added after version 1, with the value every earlier run had: the run id hashes them
 # only when they differ from it, so runs stored before they existed keep their ids and meaning.
 ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices", "freeze_second_moment": None, "amsgrad": False,
                   "lr_schedule": "constant", "clip": None, "checkpoints": [], "branch": None,
+                  "freeze_optimizer": "keep",
                   "hops": None, "chemistries": None, "ablation": None, "modulus": None, "train_frac": None}
 ADDED_MODEL_DEFAULTS = {"head_bias": False, "norm": "pre", "positions": "learned", "embed_scale": False,
                         "dropout": 0.0, "activation": "gelu"}
@@ -73,6 +75,7 @@ class TrainConfig:
     freeze_second_moment: int | None = None   # adamw: hold Adam's v from this step on (an intervention)
     amsgrad: bool = False      # adamw: normalise by the running max of v (v never falls: an intervention)
     freeze: tuple = ()         # ((component, step), ...)
+    freeze_optimizer: str = "keep"  # at a freeze: keep the optimizer's state, or rebuild it over the rest
     checkpoints: tuple = ()    # steps after which the full training state is saved with the run
     branch: str | None = None  # "RUN_ID@STEP": start from that run's checkpoint instead of step 0
     seed: int = 0
@@ -143,6 +146,8 @@ class TrainConfig:
         if not self.schedule().windows:  # without decay the reading is moot: one run for all readings
             for k in ("decay_form", "decay_set"):
                 object.__setattr__(self, k, ADDED_DEFAULTS[k])
+        if self.freeze_optimizer not in FREEZE_OPTIMIZER:
+            raise ConfigError("freeze_optimizer", self.freeze_optimizer, "one of " + ", ".join(FREEZE_OPTIMIZER))
         try:
             object.__setattr__(self, "checkpoints", tuple(sorted({int(s) for s in self.checkpoints})))
         except (TypeError, ValueError):

@@ -106,6 +106,9 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
         first = start["step"]
         check_branch(TrainConfig.from_dict(start["config"]), cfg, first)
         model.load_state_dict(start["model"])
+        if cfg.freeze_optimizer == "rebuild" and any(f.step < first for f in freezes):
+            ids = {id(p) for p in frozen_parameters(freezes, comps, first - 1)}
+            opt = build_optimizer(cfg, [p for p in model.parameters() if id(p) not in ids])
         opt.load_state_dict(start["optimizer"])
         gen.set_state(start["generator"])
         torch.set_rng_state(start["torch_rng"])
@@ -129,6 +132,10 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
         frozen = frozen_parameters(freezes, comps, step)
         for p in frozen:
             p.grad = None   # the optimizer skips it: no update, no moment update
+        if cfg.freeze_optimizer == "rebuild" and any(f.step == step for f in freezes):
+            # the paper's protocol: a fresh optimizer over the trainable parameters (new moments)
+            ids = {id(p) for p in frozen}
+            opt = build_optimizer(cfg, [p for p in model.parameters() if id(p) not in ids])
         if cfg.clip is not None:
             torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.grad is not None], cfg.clip)
         lr = cfg.lr_at(step)

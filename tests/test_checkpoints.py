@@ -74,3 +74,22 @@ def test_sweeps_and_the_cli_branch(source, capsys):
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert out["final"] == train(TrainConfig(**BASE), progress=False).summary["final"]
+
+
+def test_rebuilding_the_optimizer_at_a_freeze(tmp_path):
+    """freeze_optimizer='rebuild' (the Alchemy protocol) starts fresh Adam moments for the
+    trainable parameters at the freeze: the same numbers before it, different ones after, and
+    a branch from after the rebuild still equals training from step 0."""
+    freeze = (("layer0", 15),)
+    keep = TrainConfig(**BASE, freeze=freeze)
+    rebuild = TrainConfig(**BASE, freeze=freeze, freeze_optimizer="rebuild", checkpoints=(25,))
+    a, b = train(keep, progress=False), train(rebuild, progress=False)
+    assert not a.metrics.equals(b.metrics)
+    assert a.metrics[a.metrics.step <= 10].equals(b.metrics[b.metrics.step <= 10])   # identical before it
+    store = RunStore(tmp_path / "s")
+    store.save(b)
+    br = TrainConfig(**BASE, freeze=freeze, freeze_optimizer="rebuild", branch=f"{rebuild.run_id()}@25")
+    c = train(br, progress=False, start=store.checkpoint(rebuild.run_id(), 25))
+    assert c.metrics.equals(b.metrics)
+    with pytest.raises(ConfigError, match="freeze_optimizer"):
+        TrainConfig(**BASE, freeze_optimizer="reset")
