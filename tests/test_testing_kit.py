@@ -17,7 +17,9 @@ def test_the_project_tasks_pass_every_declared_invariant():
             (ShiftAnchorTask, None, 5),
             (ModularAdditionTask, {"seed": st.integers(0, 999), "p": st.integers(2, 40),
                                    "train_frac": st.floats(0.05, 0.95)}, 25),
-            (lambda seed: AlchemyTask("withheld", None, seed, 4), None, 3)):
+            (lambda seed: AlchemyTask("withheld", None, seed, 4, True), None, 3),
+            (lambda seed: AlchemyTask("composition", 3, seed, 2), None, 2),
+            (lambda seed: AlchemyTask("decomposition", 2, seed, 2), None, 2)):
         report = assert_task(factory, params, examples=n)
         assert not [r for r in report.results if r.status == "failed"]
     statuses = {r.name: r.status for r in check_task(PermutationAnchorTask, examples=3).results}

@@ -147,6 +147,23 @@ def encode(ep: Episode, q: Query, support: list[int] | None = None) -> list[int]
     return support + stone_tokens(ep.chemistry, q.start) + [TOKEN[p] for p in q.potions] + [TOKEN["<io>"]]
 
 
+def query_answers(data, name, split) -> list[int]:
+    """Each row's answer recomputed from its tokens: the query (after the last item separator)
+    is a stone (matched on its three perceived features, so reward ablation does not matter)
+    and potions, applied one by one in the row's chemistry."""
+    potion_of, sep = {TOKEN[p]: p for p in POTIONS}, TOKEN["<item_sep>"]
+    out = []
+    for row, n, cid in zip(split.inputs.tolist(), split.extra["lengths"].tolist(), split.extra["chemistry"].tolist()):
+        chem = Chemistry.from_id(cid)
+        cut = n - 1 - row[:n][::-1].index(sep)
+        query = row[cut + 1:n - 1]                          # stone (4 tokens), potions; <io> closes it
+        latent = next(corner(i) for i in range(8) if stone_tokens(chem, corner(i))[:3] == query[:3])
+        for tok in query[4:]:
+            latent = chem.apply(latent, potion_of[tok])
+        out.append(stone_class(chem, latent))
+    return out
+
+
 @dataclass(frozen=True)
 class AlchemyTask:
     """One Alchemy variant; `hops` for composition and decomposition (2..5), none for withheld.
@@ -216,13 +233,13 @@ class AlchemyTask:
 
     def kit_spec(self):
         """For `critwin.testing`: training and held-out chemistries are disjoint (so are their
-        queries); the withheld-pair task has 8 queries per chemistry and no query potion in its
-        support."""
+        queries); every answer is the query stone moved by its potions in its chemistry
+        (`query_answers`); 8 / 48 / 24 queries per chemistry (withheld / composition /
+        decomposition); the withheld task has no query potion in its support."""
         from ..testing import KitSpec
         chem = lambda s: s.extra["chemistry"]   # noqa: E731
-        counts = None
-        if self.variant == "withheld":
-            counts = lambda data: {k: 8 * len(np.unique(v.extra["chemistry"])) for k, v in data.splits.items()}  # noqa: E731
+        per = {"withheld": 8, "composition": 48, "decomposition": 24}[self.variant]    # queries per chemistry
+        counts = lambda data: {k: per * len(np.unique(v.extra["chemistry"])) for k, v in data.splits.items()}  # noqa: E731
         leaks = None
         if self.variant == "withheld":
             def leaks(data, name, split):
@@ -233,7 +250,7 @@ class AlchemyTask:
                     cut = n - 1 - row[:n][::-1].index(sep)
                     out.append(bool(potions & set(row[cut:n]) & set(row[:cut])))
                 return out
-        return KitSpec(disjoint=(("train", "test", chem),), counts=counts, leaks=leaks)
+        return KitSpec(disjoint=(("train", "test", chem),), counts=counts, leaks=leaks, oracle=query_answers)
 
     def generate(self) -> TaskData:
         eps = self.episodes()
