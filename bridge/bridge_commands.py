@@ -73,7 +73,7 @@ def cmd_mechanism(args):
         runs = runs[runs.gamma == args.gamma]
     table = state_table(runs, args.steps, args.match)
     if table.empty:
-        return {"rows": []}, f"no runs{' matching ' + repr(args.match) if args.match else ''} in {args.store}"
+        return {"rows": []}, f"no runs{' matching ' + ' or '.join(map(repr, args.match)) if args.match else ''} in {args.store}"
     rows = table.to_dict(orient="records")
     text = [format_table(rows),
             "mean over runs at the evaluation nearest each step; effective_shrink: the decay's shrink per step"
@@ -140,7 +140,8 @@ def register(sub):
     add_store_args(p)
     p.add_argument("--steps", type=int, nargs="+", default=[400, 5000, 10000, 20000])
     p.add_argument("--gamma", type=float, default=None, help="only runs at this gamma")
-    p.add_argument("--match", default=None, help="only variants whose label contains this text, e.g. 5000:10000")
+    p.add_argument("--match", nargs="+", default=None,
+                   help="only variants whose label contains one of these texts, e.g. 5000:10000 'no decay'")
     p.add_argument("--out-csv", default=None, help="also write the table as CSV")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_mechanism)

@@ -70,7 +70,7 @@ def variant_label(row) -> str:
     return " ".join([reading, sched if sched != "none" else "", *extra]).replace("  ", " ").strip()
 
 
-def state_table(runs: pd.DataFrame, steps, match: str | None = None) -> pd.DataFrame:
+def state_table(runs: pd.DataFrame, steps, match=None) -> pd.DataFrame:
     """Per variant (`variant_label`) and step: the mean over runs (task instances x seeds) of the
     state a decay schedule leaves (accuracies, weight norm, condensation, alignment) and of the
     decay's share of the update (split 'optim', absent for runs that predate it: nan)."""
@@ -78,8 +78,9 @@ def state_table(runs: pd.DataFrame, steps, match: str | None = None) -> pd.DataF
         return pd.DataFrame()
     cfg = runs.drop_duplicates("run_id").set_index("run_id")
     labels = cfg.apply(variant_label, axis=1)
-    if match:
-        labels = labels[labels.str.contains(match, regex=False)]
+    if match:       # one text or several: keep variants whose label contains any of them
+        match = [match] if isinstance(match, str) else list(match)
+        labels = labels[labels.apply(lambda lab: any(m in lab for m in match))]
     rows = []
     for label, ids in labels.groupby(labels).groups.items():
         sub = runs[runs.run_id.isin(ids)]
