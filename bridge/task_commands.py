@@ -42,7 +42,7 @@ def parse_options(sets) -> dict:
 
 
 def cmd_check(args):
-    from ..empirical.testing import check_task, seeds
+    from ..testing import check_task, seeds
     if args.examples < 1:
         raise ConfigError("examples", args.examples, "a number of hypothesis examples >= 1")
     factory = task_factory(args.name, parse_options(args.set))

@@ -236,7 +236,7 @@ class AlchemyTask:
         queries); every answer is the query stone moved by its potions in its chemistry
         (`query_answers`); 8 / 48 / 24 queries per chemistry (withheld / composition /
         decomposition); the withheld task has no query potion in its support."""
-        from ..testing import KitSpec
+        from ...testing import KitSpec
         chem = lambda s: s.extra["chemistry"]   # noqa: E731
         per = {"withheld": 8, "composition": 48, "decomposition": 24}[self.variant]    # queries per chemistry
         counts = lambda data: {k: per * len(np.unique(v.extra["chemistry"])) for k, v in data.splits.items()}  # noqa: E731

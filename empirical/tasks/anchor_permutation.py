@@ -72,7 +72,7 @@ class PermutationAnchorTask:
     def kit_spec(self):
         """For `critwin.testing`: train and OOD are disjoint by anchor pair; each target is
         pi_j(pi_i(k)) read from the inputs; every pair appears once per key."""
-        from ..testing import KitSpec
+        from ...testing import KitSpec
 
         def oracle(data, name, split):
             perms = data.info["permutations"]

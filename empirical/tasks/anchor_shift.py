@@ -76,7 +76,7 @@ class ShiftAnchorTask:
         """For `critwin.testing`: the held-out anchor pair never occurs in training; ID test and
         train are split by (x mod id_modulus) = position, so no row is in both; targets are
         x + s(a1) + s(a2) read from the row (x - 6 on the trained odd pair)."""
-        from ..testing import KitSpec, split_rows
+        from ...testing import KitSpec, split_rows
 
         def oracle(data, name, split):
             out = []
