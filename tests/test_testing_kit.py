@@ -22,6 +22,12 @@ def test_the_project_tasks_pass_every_declared_invariant():
             (lambda seed: AlchemyTask("decomposition", 2, seed, 2), None, 2)):
         report = assert_task(factory, params, examples=n)
         assert not [r for r in report.results if r.status == "failed"]
+    from critwin.empirical.tasks.scan import ScanTask, interpret
+    report = assert_task(ScanTask, examples=2)          # sequence targets: counts, oracle, disjoint commands
+    assert {r.name for r in report.results if r.status == "passed"} >= {"targets_by_oracle", "declared_counts",
+                                                                        "splits_disjoint"}
+    assert interpret("jump around left twice after turn opposite right") == \
+        ["I_TURN_RIGHT"] * 2 + ["I_TURN_LEFT", "I_JUMP"] * 8
     statuses = {r.name: r.status for r in check_task(PermutationAnchorTask, examples=3).results}
     assert statuses["targets_by_oracle"] == statuses["splits_disjoint"] == statuses["declared_counts"] == "passed"
 
@@ -75,6 +81,8 @@ def test_cli_on_registered_and_user_tasks(capsys):
     assert main(["tasks", "check", "modarith", "--set", "hops=2"]) == 2
     assert "hops" in capsys.readouterr().err
     assert main(["tasks", "check", "no_module_here:f"]) == 2
+    assert main(["tasks", "check", "critwin.empirical.tasks.scan:ScanTask", "--examples", "1"]) == 0
+    assert "7 passed, 0 failed" in capsys.readouterr().out
 
 
 def test_the_fixture(task_kit):

@@ -15,6 +15,8 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
 from ...errors import ConfigError
 
 PRIMITIVES = ("walk", "look", "run", "jump")
@@ -81,3 +83,83 @@ def export(split: str, out) -> dict:
         tmp.write_text("\n".join(lines) + "\n")
         tmp.replace(out / f"{name}.txt")
     return {name: len(lines) for name, lines in files.items()}
+
+
+COMMAND_WORDS = ("walk", "look", "run", "jump", "turn", "left", "right", "opposite", "around", "twice", "thrice",
+                 "and", "after")
+ACTIONS = ("I_WALK", "I_LOOK", "I_RUN", "I_JUMP", "I_TURN_LEFT", "I_TURN_RIGHT")
+PAD = "<pad>"
+SCAN_VOCAB = (PAD,) + COMMAND_WORDS + ACTIONS          # one vocabulary: 0 pads commands and action sequences
+SCAN_TOKEN = {t: i for i, t in enumerate(SCAN_VOCAB)}
+SPLIT_SIZES = {"add_prim_jump": {"train": 14670, "test": 7706}}   # the standard files' line counts
+
+
+class ScanTask:
+    """A SCAN split as integer arrays: inputs = command tokens, targets = action tokens, both
+    right-padded with 0 (`extra['lengths']`: command lengths, `extra['target_lengths']`). The
+    seed shuffles the order of each split. Sequence targets: for the testing kit and the
+    sequence model (the last-position training loop does not take them)."""
+
+    name = "scan"
+
+    def __init__(self, split: str = "add_prim_jump", seed: int = 0):
+        if split not in SPLIT_SIZES:
+            raise ConfigError("split", split, "one of " + ", ".join(SPLIT_SIZES))
+        self.split, self.seed = split, int(seed)
+
+    def generate(self):
+        from .base import Split, TaskData
+        out = {}
+        for k, (name, lines) in enumerate(split_lines(self.split).items()):
+            pairs = [ln[len("IN: "):].split(" OUT: ") for ln in lines]
+            order = np.random.default_rng(np.random.SeedSequence([self.seed, 7, k])).permutation(len(pairs))
+            cmds = [pairs[i][0].split() for i in order]
+            acts = [pairs[i][1].split() for i in order]
+            X = np.zeros((len(cmds), max(map(len, cmds))), dtype=np.int64)
+            Y = np.zeros((len(acts), max(map(len, acts))), dtype=np.int64)
+            for r, (c, a) in enumerate(zip(cmds, acts)):
+                X[r, :len(c)] = [SCAN_TOKEN[w] for w in c]
+                Y[r, :len(a)] = [SCAN_TOKEN[w] for w in a]
+            out[name] = Split(X, Y, {"lengths": np.array([len(c) for c in cmds]),
+                                     "target_lengths": np.array([len(a) for a in acts])})
+        return TaskData(self.name, len(SCAN_VOCAB), max(s.inputs.shape[1] for s in out.values()), out,
+                        {"split": self.split})
+
+    def kit_spec(self):
+        """For `critwin.testing`: train and test share no command; every action sequence is the
+        command's meaning computed by `interpret` (a top-down reading of the grammar, independent
+        of the bottom-up generation above); the standard files' line counts."""
+        from ...testing import KitSpec
+
+        def oracle(data, name, split):
+            Y = np.zeros_like(split.targets)
+            for r, (row, n) in enumerate(zip(split.inputs.tolist(), split.extra["lengths"].tolist())):
+                acts = interpret(" ".join(SCAN_VOCAB[t] for t in row[:n]))
+                Y[r, :len(acts)] = [SCAN_TOKEN[a] for a in acts]
+            return Y
+        return KitSpec(disjoint=(("train", "test", lambda s: s.inputs),), oracle=oracle,
+                       counts=lambda data: dict(SPLIT_SIZES[self.split]), n_classes=lambda data: len(SCAN_VOCAB))
+
+
+def interpret(command: str) -> list[str]:
+    """The actions of a SCAN command, read top-down from the grammar."""
+    words = command.split()
+    for conj in ("and", "after"):
+        if conj in words:
+            i = words.index(conj)
+            a, b = interpret(" ".join(words[:i])), interpret(" ".join(words[i + 1:]))
+            return a + b if conj == "and" else b + a
+    times = {"twice": 2, "thrice": 3}.get(words[-1], 1)
+    words = words[:-1] if times > 1 else words
+    verb, rest = words[0], words[1:]
+    act = [] if verb == "turn" else [f"I_{verb.upper()}"]
+    if not rest:
+        return act * times
+    turn = [f"I_TURN_{rest[-1].upper()}"]
+    if rest[0] == "opposite":
+        one = turn + turn + act
+    elif rest[0] == "around":
+        one = (turn + act) * 4
+    else:
+        one = turn + act
+    return one * times
