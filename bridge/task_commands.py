@@ -63,6 +63,8 @@ def register(sub):
                                 " module:callable")
     p.add_argument("--examples", type=int, default=20, help="hypothesis examples per invariant")
     p.add_argument("--max-seed", type=int, default=2**16)
-    p.add_argument("--set", action="append", metavar="KEY=V", help="task option, e.g. chemistries=8, hops=2")
+    p.add_argument("--set", action="append", metavar="KEY=V",
+                   help="task option, e.g. chemistries=8 hops=2 (each example generates the task anew: cap the"
+                        " Alchemy chemistries to keep it fast)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_check)
