@@ -152,7 +152,7 @@ def cmd_predict(args):
     if len(rows) == 1:
         payload.update(rows[0])
     cols = ["gamma", "method", "sigma_e", "c_r", "mu_m", "mu_r", "mu_r_drive", "t1_steps", "t2_steps", "window"]
-    if args.method != "recipe":
+    if args.method not in ("recipe", "recipe_adamw"):
         cols += ["onset_first", "onset_last", "baseline_fraction"]
     text = [format_table(rows, cols), "",
             f"sigma_e: {SIGMA_DEF_TEXT[s.sigma_def]}; eta = {s.eta:g}, delta = {s.delta:g}.",
@@ -160,9 +160,13 @@ def cmd_predict(args):
             "mu_r: W1-block curvature (W2 frozen); mu_r_drive: the reasoning path's initial drive from a random"
             " init (= mu_r / |P|: a random coupling is aligned with the target couplings only to 1/|P|)."]
     text += [f"gamma {r['gamma']:g}: no window ({r['reason']})" for r in rows if r.get("window") == "none"]
-    if args.method != "recipe":
+    if args.method not in ("recipe", "recipe_adamw"):
         text.append(f"onset window: onsets s whose decay window [s, s+{args.width:g}) at {args.wd:g}"
                     f" ends with reasoning fraction >= {args.threshold:g} (T = {args.steps}).")
+        for r in rows:      # the whole sweep, not only its window: a slow run should not lose it
+            text.append(f"gamma {r['gamma']:g}, final reasoning fraction by onset (no decay"
+                        f" {r['baseline_fraction']:.3g}): " + ", ".join(
+                            f"{o:g}: {f:.3g}" for o, f in zip(r["onsets"], r["fractions"])))
 
     def plot(path):
         grid_g = np.geomspace(gammas.min() / 3, gammas.max() * 3, 50)
