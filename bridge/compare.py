@@ -61,7 +61,8 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
     its bootstrap interval next to each method's predicted window, errors in steps.
 
     Methods: recipe (orthonormal keys, sigma_e = 1), recipe_adamw (the recipe's times divided by
-    AdamW's speed-up over GD on the stylised model), recipe_run (sigma_e and c_r of the run's
+    AdamW's speed-up over GD on the stylised model; with recipe_run also recipe_run_adamw, the
+    run's own recipe divided by the same speed-up), recipe_run (sigma_e and c_r of the run's
     own initial embeddings), reduced and full (derived equations / stylised flow), adamw
     (AdamW steps on the stylised model with the runs' decay form: l2 runs get the penalty
     through Adam). on_corrupt:
@@ -83,6 +84,10 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
         if "recipe_run" in methods:
             run = run_recipe(RunStore(store).load(cfg["run_id"]).config, s.delta)
             pred["recipe_run"] = {"t1_steps": float(run["t1_steps"][0]), "t2_steps": float(run["t2_steps"][0])}
+            if "recipe_adamw" in pred:     # the run's own recipe, with the same AdamW speed-up
+                a = pred["recipe_adamw"]
+                pred["recipe_run_adamw"] = {"t1_steps": pred["recipe_run"]["t1_steps"] / a["adamw_speedup_t1"],
+                                            "t2_steps": pred["recipe_run"]["t2_steps"] / a["adamw_speedup_t2"]}
         row = {"reading": reading, "gamma": gamma, "width": width, "wd": lam, "steps": total, "seeds": obs["seeds"],
                "onsets": len(obs["onsets"]), "observed_first": obs["first"], "observed_last": obs["last"],
                "observed_first_ci": obs["first_ci"], "observed_last_ci": obs["last_ci"],

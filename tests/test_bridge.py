@@ -56,6 +56,12 @@ def test_bridge_compare_cli(capsys, onset_store, tmp_path):
     assert row["onsets"] == 3 and row["seeds"] == 2
     assert {"recipe_t1", "recipe_t2", "reduced_t1", "observed_first", "observed_last_ci"} <= set(row)
     assert (tmp_path / "bridge_compare.png").stat().st_size > 1000
+    code = main(["bridge", "compare", "--store", str(onset_store), "--threshold", "0.05", "--methods", "recipe",
+                 "recipe_run", "recipe_adamw", "--no-figure", "--json"])
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    speedup = row["recipe_t1"] / row["recipe_adamw_t1"]          # AdamW over GD on the stylised model
+    assert code == 0 and speedup > 2
+    assert row["recipe_run_t1"] / row["recipe_run_adamw_t1"] == pytest.approx(speedup)   # the same correction
 
 
 def test_timescales(onset_store):

@@ -209,6 +209,8 @@ def predict(s: StylisedSetting, gamma=None, method: str = "recipe", law: str = "
                          **_verdict_with_reach(float(w["t1_steps"][k]), float(w["t2_steps"][k]),
                                                law if method == "reduced" else "", r),
                          "reach_w2_frozen": r.reach, "capacity": r.capacity, "delta": s.delta, "eta": s.eta,
+                         **({"adamw_speedup_t1": float(w["t1_ratio"][k]), "adamw_speedup_t2": float(w["t2_ratio"][k])}
+                            if method == "recipe_adamw" else {}),
                          "assumes": "paper formulas" if method == "recipe" else
                          f"gradient flow, {law} law, loss_norm={s.loss_norm}" if method == "reduced" else
                          "paper formulas, times divided by AdamW's speed-up over GD on the stylised model"
