@@ -58,16 +58,19 @@ STATE_METRICS = (("train", "acc"), ("ood", "acc"), ("train", "loss"), ("model", 
 def variant_label(row) -> str:
     """A run's schedule and optimizer intervention: 'l2/non_embedding 5000:10000@0.004 amsgrad'."""
     sched = row["wd_windows"]
-    if sched != "none" and sched.count(";") > 2:
-        sched = f"{sched.count(';') + 1} windows (matched shrink)"
-    extra = [f"{row['optimizer']}"] if row["optimizer"] != "adamw" else []
+    if sched == "none":
+        parts = ["no decay"]
+    else:
+        n = sched.count(";") + 1
+        parts = [row["reading"], sched if n <= 3 else f"{n} windows (matched shrink)"]
+    if row["optimizer"] != "adamw":
+        parts.append(row["optimizer"])
     if row.get("amsgrad") is True:
-        extra.append("amsgrad")
+        parts.append("amsgrad")
     fsm = row.get("freeze_second_moment")
-    if fsm is not None and fsm == fsm:
-        extra.append(f"v frozen from {int(fsm)}")
-    reading = row["reading"] if sched != "none" else "no decay"
-    return " ".join([reading, sched if sched != "none" else "", *extra]).replace("  ", " ").strip()
+    if fsm is not None and fsm == fsm:      # nan in a frame for runs without it
+        parts.append(f"v frozen from {int(fsm)}")
+    return " ".join(parts)
 
 
 def state_table(runs: pd.DataFrame, steps, match=None) -> pd.DataFrame:

@@ -69,14 +69,19 @@ def add_training_args(p):
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
 
+def task_keys(args) -> dict:
+    """The task options of a training command (None where the command has none or leaves it unset)."""
+    return {"hops": getattr(args, "hops", None), "chemistries": getattr(args, "chemistries", None) or None,
+            "modulus": getattr(args, "p", None), "train_frac": getattr(args, "train_frac", None),
+            "ablation": getattr(args, "ablation", None) or None}
+
+
 def config_from_args(args, task: str) -> TrainConfig:
     """The flat sweep keys, from command-line options (one grid point)."""
     flat = {"task": task, "task_seed": args.task_seed, "d": args.d, "heads": args.heads,
             "layers": args.layers, "init": args.init, "gamma": args.gamma, "head_bias": args.head_bias,
             "decay_form": args.decay_form, "decay_set": args.decay_set, "optimizer": args.optimizer,
-            "freeze_second_moment": args.freeze_second_moment, "amsgrad": args.amsgrad, "hops": getattr(args, "hops", None),
-            "chemistries": getattr(args, "chemistries", None) or None, "modulus": getattr(args, "p", None),
-            "train_frac": getattr(args, "train_frac", None), "ablation": getattr(args, "ablation", None) or None,
+            "freeze_second_moment": args.freeze_second_moment, "amsgrad": args.amsgrad, **task_keys(args),
             "lr": args.lr, "momentum": args.momentum, "batch_size": args.batch_size, "steps": args.steps,
             "lr_schedule": args.lr_schedule, "clip": args.clip, "dropout": args.dropout,
             "wd": args.wd, "wd_window": args.wd_window, "budget_placement": args.budget_placement,
@@ -134,9 +139,7 @@ def cmd_alchemy(args):
 def steps_per_epoch(task: str, args) -> int:
     """Batches per pass over the task's training set (its size comes from the generator)."""
     from ..empirical.tasks import make_task
-    opts = {"hops": args.hops, "chemistries": args.chemistries or None, "ablation": args.ablation or None}
-    n = len(make_task(task, args.task_seed, **{k: v for k, v in opts.items() if v is not None}).generate()
-            .splits["train"])
+    n = len(make_task(task, args.task_seed, **task_keys(args)).generate().splits["train"])
     return -(-n // args.batch_size)
 
 

@@ -116,13 +116,14 @@ def seed_matters(factory, params):
 
 
 def tokens_in_vocab(factory, params):
-    data = factory(**params).generate()
+    task = factory(**params)
+    data = task.generate()
+    n_classes = _spec(task).n_classes
+    n = n_classes(data) if n_classes else data.info.get("n_classes", data.vocab_size)
     for name, s in data.splits.items():
         assert s.inputs.dtype.kind in "iu" and s.targets.dtype.kind in "iu", f"{name}: non-integer tokens"
         lo, hi = int(s.inputs.min(initial=0)), int(s.inputs.max(initial=0))
         assert 0 <= lo and hi < data.vocab_size, f"{name}: token ids in [{lo}, {hi}], vocabulary {data.vocab_size}"
-        n = _spec(factory(**params)).n_classes
-        n = n(data) if n else data.info.get("n_classes", data.vocab_size)
         assert s.targets.min(initial=0) >= 0 and s.targets.max(initial=0) < n, f"{name}: targets outside [0, {n})"
 
 
@@ -230,7 +231,7 @@ def split_rows(split) -> list:
 
 
 def task_kit():
-    """pytest fixture: `pytest_plugins = ["critwin.testing"]` in a conftest, then a test takes
+    """pytest fixture: `from critwin.testing import task_kit` in a conftest.py, then a test takes
     `task_kit` and calls task_kit(MyTask) (that is assert_task)."""
     return assert_task
 

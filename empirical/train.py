@@ -38,6 +38,12 @@ def build_optimizer(cfg: TrainConfig, params):
     return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum)
 
 
+def optimizer_over_trainable(cfg: TrainConfig, model, frozen) -> torch.optim.Optimizer:
+    """A fresh optimizer over the parameters not in `frozen` (freeze_optimizer='rebuild')."""
+    ids = {id(p) for p in frozen}
+    return build_optimizer(cfg, [p for p in model.parameters() if id(p) not in ids])
+
+
 def _device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise ConfigError("device", name, "cpu, or cuda on a machine with a CUDA GPU (none found)")
@@ -107,8 +113,7 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
         check_branch(TrainConfig.from_dict(start["config"]), cfg, first)
         model.load_state_dict(start["model"])
         if cfg.freeze_optimizer == "rebuild" and any(f.step < first for f in freezes):
-            ids = {id(p) for p in frozen_parameters(freezes, comps, first - 1)}
-            opt = build_optimizer(cfg, [p for p in model.parameters() if id(p) not in ids])
+            opt = optimizer_over_trainable(cfg, model, frozen_parameters(freezes, comps, first - 1))
         opt.load_state_dict(start["optimizer"])
         gen.set_state(start["generator"])
         torch.set_rng_state(start["torch_rng"])
@@ -133,13 +138,11 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
         for p in frozen:
             p.grad = None   # the optimizer skips it: no update, no moment update
         if cfg.freeze_optimizer == "rebuild" and any(f.step == step for f in freezes):
-            # the paper's protocol: a fresh optimizer over the trainable parameters (new moments)
-            ids = {id(p) for p in frozen}
-            opt = build_optimizer(cfg, [p for p in model.parameters() if id(p) not in ids])
+            opt = optimizer_over_trainable(cfg, model, frozen)    # the paper's protocol: new moments
         if cfg.clip is not None:
             torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.grad is not None], cfg.clip)
         lr = cfg.lr_at(step)
-        if lr != cfg.lr or cfg.lr_schedule != "constant":
+        if cfg.lr_schedule != "constant":
             for g in opt.param_groups:
                 g["lr"] = lr
         evaluate = (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps

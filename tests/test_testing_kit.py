@@ -1,13 +1,43 @@
 """The task-generator testing kit on the project's tasks, on a user's generator and on a broken one."""
+import contextlib
+import io
 import json
+import re
+import sys
+import types
+from pathlib import Path
 
+import pytest
 from hypothesis import strategies as st
 
 from critwin.bridge.cli import main
 from critwin.empirical.tasks import AlchemyTask, ModularAdditionTask, PermutationAnchorTask, ShiftAnchorTask
 from critwin.testing import KitSpec, assert_task, check_task
 
-from toy_tasks import SumTask
+
+
+def _readme_blocks() -> tuple[str, str]:
+    """The README's kit example: its code and the output it says the code prints."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("## Property-testing a task generator"):]
+    code, printed = re.findall(r"```(?:python)?\n(.*?)```", section, re.S)[:2]
+    return code, printed
+
+
+@pytest.fixture(scope="module")
+def readme_example():
+    """The README's example, run once, as an importable module (the CLI takes module:callable)
+    with what it printed; `leaky_sum_task` is its SumTask with the bug switched on."""
+    code, _ = _readme_blocks()
+    mod = types.ModuleType("readme_kit_example")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), mod.__dict__)
+    mod.printed = out.getvalue()
+    mod.leaky_sum_task = lambda seed=0: mod.SumTask(seed, leaky=True)
+    sys.modules[mod.__name__] = mod
+    yield mod
+    del sys.modules[mod.__name__]
 
 
 def test_the_project_tasks_pass_every_declared_invariant():
@@ -32,7 +62,8 @@ def test_the_project_tasks_pass_every_declared_invariant():
     assert statuses["targets_by_oracle"] == statuses["splits_disjoint"] == statuses["declared_counts"] == "passed"
 
 
-def test_a_leaking_split_is_caught_and_shrunk_to_the_smallest_seed():
+def test_a_leaking_split_is_caught_and_shrunk_to_the_smallest_seed(readme_example):
+    SumTask = readme_example.SumTask
     report = check_task(lambda seed: SumTask(seed, leaky=True), examples=60)
     bad = {r.name: r for r in report.results if r.status == "failed"}
     assert set(bad) == {"splits_disjoint", "declared_counts"}
@@ -70,10 +101,10 @@ def test_each_invariant_can_fail():
         assert failed == {inv}, (how, failed)
 
 
-def test_cli_on_registered_and_user_tasks(capsys):
+def test_cli_on_registered_and_user_tasks(capsys, readme_example):
     assert main(["tasks", "check", "anchor_permutation", "--examples", "3"]) == 0
     assert "7 passed, 0 failed" in capsys.readouterr().out
-    assert main(["tasks", "check", "toy_tasks:leaky_sum_task", "--examples", "40", "--json"]) == 1
+    assert main(["tasks", "check", "readme_kit_example:leaky_sum_task", "--examples", "40", "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert not out["ok"] and {"name": "splits_disjoint", "status": "failed", "counterexample": {"seed": 7},
                                "message": next(r["message"] for r in out["results"]
@@ -85,18 +116,13 @@ def test_cli_on_registered_and_user_tasks(capsys):
     assert "7 passed, 0 failed" in capsys.readouterr().out
 
 
-def test_the_fixture(task_kit):
-    task_kit(SumTask, examples=5)
+def test_the_fixture(task_kit, readme_example):
+    task_kit(readme_example.SumTask, examples=5)
 
 
-def test_the_readme_example_runs_and_prints_what_it_says(capsys):
-    import re
-    from pathlib import Path
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme[readme.index("## Property-testing a task generator"):]
-    code, printed = re.findall(r"```(?:python)?\n(.*?)```", section, re.S)[:2]
-    exec(compile(code, "README.md", "exec"), {})
-    out = capsys.readouterr().out
+def test_the_readme_example_runs_and_prints_what_it_says(readme_example):
+    _, printed = _readme_blocks()
+    out = readme_example.printed
     for line in printed.strip().splitlines():
         if "e.g. (" in line:
             line = line.split("e.g. (")[0]

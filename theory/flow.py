@@ -15,7 +15,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from ..schedules import Schedule
-from .setting import Problem
+from .setting import Problem, pair_gram
 from .stylised import Params, couplings, reasoning_fraction
 
 
@@ -31,14 +31,10 @@ class Kernel:
 
 
 def kernel(p: Problem) -> Kernel:
-    E, U = p.keys, p.anchors
+    E = p.keys
     Ep = np.linalg.pinv(E)
-
-    def gram(a, b):
-        return (U[:, a[:, 1]].T @ U[:, b[:, 1]]) * (U[:, a[:, 0]].T @ U[:, b[:, 0]])
-
-    Kc = gram(p.pairs, p.pairs)
-    return Kernel(E.T @ E, Ep @ Ep.T, Kc, np.linalg.pinv(Kc), gram(p.ood_pairs, p.pairs))
+    Kc = pair_gram(p)
+    return Kernel(E.T @ E, Ep @ Ep.T, Kc, np.linalg.pinv(Kc), pair_gram(p, p.ood_pairs))
 
 
 @dataclass(frozen=True)

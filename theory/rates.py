@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .setting import Problem, StylisedSetting, build_problem, check_gamma
+from .setting import Problem, StylisedSetting, build_problem, check_gamma, pair_gram
 
 SIGMA_DEF_TEXT = {
     "gram": "smallest nonzero eigenvalue of sum_k e_k e_k^T (= 1 for orthonormal keys)",
@@ -54,8 +54,7 @@ def frozen_reach(p: Problem) -> float:
     at a random init (c ~ N(0, s^2 Kc), Kc_pq = <b_p, b_q>), as a ratio of expectations:
     sum_pq <Y_p, Y_q> Kc_pq / (tr Kc sum_p |Y_p|^2); exactly 1/|P| when Kc = I (orthonormal
     anchors). The paper's linear law (W2 frozen) can reach no more than this."""
-    U, i, j = p.anchors, p.pairs[:, 0], p.pairs[:, 1]
-    Kc = (U[:, j].T @ U[:, j]) * (U[:, i].T @ U[:, i])
+    Kc = pair_gram(p)
     Y = p.targets.reshape(len(p.targets), -1)
     return float(np.sum((Y @ Y.T) * Kc) / (np.trace(Kc) * np.sum(Y**2)))
 
@@ -66,11 +65,9 @@ def bilinear_gain(p: Problem) -> float:
     The bilinear path escapes its saddle at rate 2G (Saxe et al.): G sets the log(1/gamma)
     escape time, while mu_r below is the gamma^2 curvature with W2 frozen.
     """
-    E, U, i, j = p.keys, p.anchors, p.pairs[:, 0], p.pairs[:, 1]
-    A = np.einsum("pdk,ek->pde", p.targets, E).reshape(len(i), -1)   # vec(Y_p E^T)
+    A = np.einsum("pdk,ek->pde", p.targets, p.keys).reshape(len(p.pairs), -1)   # vec(Y_p E^T)
     gram_a = A @ A.T
-    gram_b = (U[:, j].T @ U[:, j]) * (U[:, i].T @ U[:, i])            # <u_j u_i^T, u_j' u_i'^T>
-    ev = np.linalg.eigvals(gram_a @ gram_b).real
+    ev = np.linalg.eigvals(gram_a @ pair_gram(p)).real                # pair_gram: <u_j u_i^T, u_j' u_i'^T>
     return float(p.alpha * np.sqrt(max(ev.max(), 0.0)))
 
 

@@ -111,6 +111,15 @@ class Problem:
     alpha: float
 
 
+def pair_gram(p: Problem, a: np.ndarray | None = None, b: np.ndarray | None = None) -> np.ndarray:
+    """<b_p, b_q> for b_p = u_j u_i^T, pairs p in `a` against q in `b` (default: the training
+    pairs): (u_j . u_j')(u_i . u_i'). The couplings c_p = <b_p, W2> move through this kernel."""
+    a = p.pairs if a is None else a
+    b = p.pairs if b is None else b
+    U = p.anchors
+    return (U[:, a[:, 1]].T @ U[:, b[:, 1]]) * (U[:, a[:, 0]].T @ U[:, b[:, 0]])
+
+
 def _vectors(rng, d: int, n: int, kind: str) -> np.ndarray:
     x = rng.standard_normal((d, n))
     if kind == "orthonormal":

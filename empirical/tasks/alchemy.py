@@ -147,21 +147,34 @@ def encode(ep: Episode, q: Query, support: list[int] | None = None) -> list[int]
     return support + stone_tokens(ep.chemistry, q.start) + [TOKEN[p] for p in q.potions] + [TOKEN["<io>"]]
 
 
-def query_answers(data, name, split) -> list[int]:
-    """Each row's answer recomputed from its tokens: the query (after the last item separator)
-    is a stone (matched on its three perceived features, so reward ablation does not matter)
-    and potions, applied one by one in the row's chemistry."""
-    potion_of, sep = {TOKEN[p]: p for p in POTIONS}, TOKEN["<item_sep>"]
-    out = []
-    for row, n, cid in zip(split.inputs.tolist(), split.extra["lengths"].tolist(), split.extra["chemistry"].tolist()):
-        chem = Chemistry.from_id(cid)
+def support_and_query(split: Split):
+    """Per row, (support tokens, query tokens): the query follows the last item separator and
+    is a stone (4 tokens) and its potions (the closing <io> left out)."""
+    sep = TOKEN["<item_sep>"]
+    for row, n in zip(split.inputs.tolist(), split.extra["lengths"].tolist()):
         cut = n - 1 - row[:n][::-1].index(sep)
-        query = row[cut + 1:n - 1]                          # stone (4 tokens), potions; <io> closes it
+        yield row[:cut], row[cut + 1:n - 1]
+
+
+def query_answers(data, name, split) -> list[int]:
+    """Each row's answer recomputed from its tokens: the query stone (matched on its three
+    perceived features, so reward ablation does not matter) moved by its potions, one by one,
+    in the row's chemistry."""
+    potion_of = {TOKEN[p]: p for p in POTIONS}
+    out = []
+    for (_, query), cid in zip(support_and_query(split), split.extra["chemistry"].tolist()):
+        chem = Chemistry.from_id(cid)
         latent = next(corner(i) for i in range(8) if stone_tokens(chem, corner(i))[:3] == query[:3])
         for tok in query[4:]:
             latent = chem.apply(latent, potion_of[tok])
         out.append(stone_class(chem, latent))
     return out
+
+
+def query_potion_in_support(data, name, split) -> list[bool]:
+    """Per row, whether a query potion also appears in the support (the withheld task forbids it)."""
+    potions = {TOKEN[p] for p in POTIONS}
+    return [bool(potions & set(query) & set(support)) for support, query in support_and_query(split)]
 
 
 @dataclass(frozen=True)
@@ -240,17 +253,8 @@ class AlchemyTask:
         chem = lambda s: s.extra["chemistry"]   # noqa: E731
         per = {"withheld": 8, "composition": 48, "decomposition": 24}[self.variant]    # queries per chemistry
         counts = lambda data: {k: per * len(np.unique(v.extra["chemistry"])) for k, v in data.splits.items()}  # noqa: E731
-        leaks = None
-        if self.variant == "withheld":
-            def leaks(data, name, split):
-                """The query's potion (after the last item separator) must not be in its support."""
-                potions, sep = {TOKEN[p] for p in POTIONS}, TOKEN["<item_sep>"]
-                out = []
-                for row, n in zip(split.inputs.tolist(), split.extra["lengths"].tolist()):
-                    cut = n - 1 - row[:n][::-1].index(sep)
-                    out.append(bool(potions & set(row[cut:n]) & set(row[:cut])))
-                return out
-        return KitSpec(disjoint=(("train", "test", chem),), counts=counts, leaks=leaks, oracle=query_answers)
+        return KitSpec(disjoint=(("train", "test", chem),), counts=counts, oracle=query_answers,
+                       leaks=query_potion_in_support if self.variant == "withheld" else None)
 
     def generate(self) -> TaskData:
         eps = self.episodes()

@@ -59,18 +59,22 @@ def line(command: str, actions: str) -> str:
     return f"IN: {command} OUT: {actions}"
 
 
-def split_lines(split: str = "add_prim_jump") -> dict[str, list[str]]:
-    """{'train': [...], 'test': [...]} lines of a standard split (add_prim_jump: every command
-    without 'jump' plus the bare 'jump' repeated; test: every other command with 'jump')."""
+def split_pairs(split: str = "add_prim_jump") -> dict[str, list[tuple[str, str]]]:
+    """{'train': [(command, actions)], 'test': [...]} of a standard split (add_prim_jump: every
+    command without 'jump' plus the bare 'jump' repeated; test: every other command with 'jump')."""
     if split not in SPLITS:
         raise ConfigError("split", split, "one of " + ", ".join(SPLITS))
-    cmds = all_commands()
+    cmds = list(all_commands())
     if split == "simple":
-        return {"all": [line(c, a) for c, a in cmds]}
+        return {"all": cmds}
     has_jump = lambda c: "jump" in c.split()   # noqa: E731
-    train = [line(c, a) for c, a in cmds if not has_jump(c)] + [line("jump", "I_JUMP")] * JUMP_REPEATS
-    test = [line(c, a) for c, a in cmds if has_jump(c) and c != "jump"]
-    return {"train": train, "test": test}
+    return {"train": [(c, a) for c, a in cmds if not has_jump(c)] + [("jump", "I_JUMP")] * JUMP_REPEATS,
+            "test": [(c, a) for c, a in cmds if has_jump(c) and c != "jump"]}
+
+
+def split_lines(split: str = "add_prim_jump") -> dict[str, list[str]]:
+    """The standard files' lines of a split (`split_pairs` as `IN: ... OUT: ...`)."""
+    return {name: [line(c, a) for c, a in pairs] for name, pairs in split_pairs(split).items()}
 
 
 def export(split: str, out) -> dict:
@@ -110,8 +114,7 @@ class ScanTask:
     def generate(self):
         from .base import Split, TaskData
         out = {}
-        for k, (name, lines) in enumerate(split_lines(self.split).items()):
-            pairs = [ln[len("IN: "):].split(" OUT: ") for ln in lines]
+        for k, (name, pairs) in enumerate(split_pairs(self.split).items()):
             order = np.random.default_rng(np.random.SeedSequence([self.seed, 7, k])).permutation(len(pairs))
             cmds = [pairs[i][0].split() for i in order]
             acts = [pairs[i][1].split() for i in order]
