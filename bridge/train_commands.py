@@ -60,6 +60,8 @@ def add_training_args(p):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--task-seed", type=int, default=0)
     p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--eval-max", type=int, default=None, metavar="N",
+                   help="score each split on at most N examples (a fixed seeded subset; default all)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads for this run (1: small models are fastest on one thread, and a"
@@ -86,7 +88,7 @@ def config_from_args(args, task: str) -> TrainConfig:
             "lr_schedule": args.lr_schedule, "clip": args.clip, "dropout": args.dropout,
             "wd": args.wd, "wd_window": args.wd_window, "budget_placement": args.budget_placement,
             "budget": args.budget, "width": args.width, "freeze": args.freeze, "seed": args.seed,
-            "eval_every": args.eval_every, "device": args.device, "checkpoints": tuple(args.checkpoints or ()),
+            "eval_every": args.eval_every, "eval_max": args.eval_max, "device": args.device, "checkpoints": tuple(args.checkpoints or ()),
             "freeze_optimizer": args.freeze_optimizer,
             "branch": args.branch}
     if args.budget_placement is not None and args.wd_window:

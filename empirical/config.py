@@ -22,7 +22,7 @@ CONFIG_VERSION = 1
 # only when they differ from it, so runs stored before they existed keep their ids and meaning.
 ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices", "freeze_second_moment": None, "amsgrad": False,
                   "lr_schedule": "constant", "clip": None, "checkpoints": [], "branch": None,
-                  "freeze_optimizer": "keep",
+                  "freeze_optimizer": "keep", "eval_max": None,
                   "hops": None, "chemistries": None, "ablation": None, "modulus": None, "train_frac": None}
 ADDED_MODEL_DEFAULTS = {"head_bias": False, "norm": "pre", "positions": "learned", "embed_scale": False,
                         "dropout": 0.0, "activation": "gelu"}
@@ -80,6 +80,7 @@ class TrainConfig:
     branch: str | None = None  # "RUN_ID@STEP": start from that run's checkpoint instead of step 0
     seed: int = 0
     eval_every: int = 100
+    eval_max: int | None = None   # evaluate each split on at most this many examples (a fixed seeded subset)
     device: str = "cpu"
 
     def __post_init__(self):
@@ -128,6 +129,9 @@ class TrainConfig:
         if self.clip is not None and (isinstance(self.clip, bool) or not isinstance(self.clip, (int, float))
                                       or not (math.isfinite(self.clip) and self.clip > 0)):
             raise ConfigError("clip", self.clip, "a gradient-norm bound > 0, or None")
+        em = self.eval_max
+        if em is not None and (isinstance(em, bool) or not isinstance(em, int) or em < 1):
+            raise ConfigError("eval_max", em, "a positive number of examples per split, or None (all)")
         if self.device not in DEVICES:
             raise ConfigError("device", self.device, "one of " + ", ".join(DEVICES))
         self.schedule()  # validates the windows against the training length

@@ -50,12 +50,17 @@ def _device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def log_metrics(model, data, step: int, device, rows: list, mechanism: dict | None = None) -> dict:
+def eval_splits(cfg: TrainConfig, data) -> dict:
+    """The splits every evaluation scores: each cut to cfg.eval_max examples (fixed subset)."""
+    return {name: split.sample(cfg.eval_max) for name, split in data.splits.items()}
+
+
+def log_metrics(model, splits: dict, step: int, device, rows: list, mechanism: dict | None = None) -> dict:
     """Evaluate every split, the weight metrics and per-group norms, and (when given) the
     decay's share of the update (split 'optim'); append tidy rows; return a flat dict."""
     model.eval()
     flat = {}
-    for name, split in data.splits.items():
+    for name, split in splits.items():
         for metric, value in evaluate_split(model, split, device).items():
             rows.append((step, name, metric, value))
             flat[f"{name}_{metric}"] = value
@@ -107,6 +112,7 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
     n, B = len(y), cfg.batch_size
     perm, ptr = torch.randperm(n, generator=gen), 0
     rows: list = []
+    scored = eval_splits(cfg, data)
     first, checkpoints = 0, {}
     if start is not None:
         first = start["step"]
@@ -119,7 +125,7 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
         torch.set_rng_state(start["torch_rng"])
         perm, ptr, rows, last = start["perm"].to(torch.int64), start["ptr"], list(start["rows"]), start["last"]
     else:
-        last = log_metrics(model, data, 0, device, rows)
+        last = log_metrics(model, scored, 0, device, rows)
     status, error, t0, done_steps = "complete", None, time.perf_counter(), first
     bar = tqdm(total=cfg.steps, initial=first, desc=f"{cfg.task} seed {cfg.seed}", unit="step",
                disable=not progress, leave=False, mininterval=0.5)
@@ -154,7 +160,7 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
             apply_decay(decayed, lr, float(lam[step]), skip=frozen)
         if evaluate:
             mech = decay_mechanism(opt, decayed, lr, float(lam[step]), cfg.decay_form, ce_sq)
-            last = log_metrics(model, data, step + 1, device, rows, mech)
+            last = log_metrics(model, scored, step + 1, device, rows, mech)
             if on_steps is not None:
                 on_steps(step + 1 - done_steps)
                 done_steps = step + 1

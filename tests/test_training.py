@@ -171,3 +171,28 @@ def test_unknown_freeze_component_is_rejected():
 def test_config_hash_is_stable():
     a, b = TrainConfig(seed=3), TrainConfig.from_dict(json.loads(json.dumps(TrainConfig(seed=3).resolved())))
     assert a == b and a.run_id() == b.run_id() and a.run_id() != TrainConfig(seed=4).run_id()
+
+
+def test_eval_max_scores_a_fixed_subset_and_leaves_training_alone(tiny_run):
+    cut = train(TrainConfig(**{**TINY, "eval_max": 50}), progress=False)
+    assert cut.config["eval_max"] == 50 and TrainConfig(**{**TINY, "eval_max": 50}).run_id() != \
+        TrainConfig(**TINY).run_id()
+    m, full = cut.metrics, tiny_run.metrics
+    acc = m[(m.split == "train") & (m.metric == "acc")].value.to_numpy()
+    assert np.allclose(acc * 50, np.round(acc * 50))      # scored on 50 examples
+    weights = lambda df: df[df.split == "model"].reset_index(drop=True)   # noqa: E731
+    pd.testing.assert_frame_equal(weights(m), weights(full))   # same training: evaluation draws no randomness
+    with pytest.raises(ConfigError) as e:
+        TrainConfig(eval_max=0)
+    assert e.value.field == "eval_max"
+
+
+def test_split_sample_cuts_every_per_example_entry():
+    from critwin.empirical.tasks.base import Split
+    n = 40
+    s = Split(np.arange(n * 3).reshape(n, 3), np.arange(n), {"lengths": np.arange(n) + 100, "vocab": np.arange(5)})
+    a = s.sample(10)
+    assert len(a) == 10 and np.all(np.diff(a.targets) > 0)               # distinct, in original order
+    assert np.array_equal(a.inputs[:, 0] // 3, a.targets) and np.array_equal(a.extra["lengths"] - 100, a.targets)
+    assert np.array_equal(a.extra["vocab"], np.arange(5))                 # not per-example: kept whole
+    assert np.array_equal(s.sample(10).targets, a.targets) and s.sample(None) is s and s.sample(n) is s

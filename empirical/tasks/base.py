@@ -20,6 +20,18 @@ class Split:
     def __len__(self) -> int:
         return len(self.targets)
 
+    def subset(self, idx) -> "Split":
+        """The examples at `idx`, with every per-example entry of `extra` cut the same way."""
+        n = len(self)
+        return Split(self.inputs[idx], self.targets[idx],
+                     {k: v[idx] if isinstance(v, np.ndarray) and len(v) == n else v for k, v in self.extra.items()})
+
+    def sample(self, at_most: int | None, seed: int = 0) -> "Split":
+        """At most `at_most` examples, a fixed seeded subset in their original order (all if None)."""
+        if at_most is None or at_most >= len(self):
+            return self
+        return self.subset(np.sort(np.random.default_rng(seed).choice(len(self), at_most, replace=False)))
+
 
 @dataclass(frozen=True)
 class TaskData:
