@@ -417,3 +417,6 @@ def register(sub):
     p.add_argument("--engine", choices=("reduced", "full"), default="reduced")
     p.add_argument("--law", choices=LAWS, default="bilinear")
     p.set_defaults(handler=cmd_budget)
+
+    from .stage_theory import register as register_stages
+    register_stages(sub)

@@ -1,0 +1,122 @@
+"""Predicted Alchemy stages: context features of each query, the linear readout's flow
+(theory.stages), and the event curves A, B, C its predictions trace (`critwin theory stages`).
+
+The features are what one attention layer and a readout can gather from the context, each
+block a normalised bag over the 108 stone classes (or the 6 potions):
+    context  the stones that occur in the support
+    query    the query stone (one-hot)
+    potions  the query's potions
+    links    the stones the support links the query stone to (ends of items starting at it)
+A stage the readout can only reach with other features (composing hops, undoing paths) shows
+as a curve that stops short; that is the model's answer to "which stages are linear".
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError
+from ..theory.stages import LinearReadoutFlow, flow_times, half_rise_time, stage_order
+
+BLOCKS = ("context", "query", "potions", "links")
+CURVES = {"A": "event_a", "B": "event_b", "C": "event_c", "B|A": "p_b_given_a", "C|AB": "p_c_given_ab"}
+
+
+def context_features(episodes, blocks=BLOCKS) -> np.ndarray:
+    """One row per query (in the order of the task's splits), the chosen blocks side by side."""
+    from ..empirical.tasks.alchemy import N_CLASSES, stone_class
+    from ..empirical.tasks.alchemy_chemistry import POTIONS, corner
+    unknown = sorted(set(blocks) - set(BLOCKS))
+    if unknown or not blocks:
+        raise ConfigError("features", ",".join(unknown) or "(none)", "some of " + ", ".join(BLOCKS))
+    rows = []
+    for ep in episodes:
+        cls = {corner(i): stone_class(ep.chemistry, corner(i)) for i in range(8)}
+        context = np.zeros(N_CLASSES)
+        for s, _, e in ep.support:
+            context[cls[tuple(s)]] += 1
+            context[cls[tuple(e)]] += 1
+        context /= context.sum()
+        for q in ep.queries:
+            block = {"context": context, "query": np.eye(N_CLASSES)[cls[tuple(q.start)]],
+                     "potions": np.bincount([POTIONS.index(p) for p in q.potions], minlength=len(POTIONS))
+                     / len(q.potions)}
+            links = np.zeros(N_CLASSES)
+            for s, _, e in ep.support:
+                if tuple(s) == tuple(q.start):
+                    links[cls[tuple(e)]] += 1
+            block["links"] = links / max(1.0, links.sum())
+            rows.append(np.concatenate([block[b] for b in blocks]))
+    return np.array(rows)
+
+
+def predict_stages(variant: str, hops: int | None = None, chemistries: int | None = 400, seed: int = 0,
+                   blocks=BLOCKS, times=None) -> dict:
+    """Fit the readout's flow on the training chemistries; the held-out event curves over flow
+    time; each stage's half-rise time, the order, final levels and the deepest dip of P(B|A)."""
+    from ..empirical.metrics.evaluate import alchemy_events
+    from ..empirical.tasks.alchemy import AlchemyTask, N_CLASSES
+    task = AlchemyTask(variant, hops, seed, max_chemistries=chemistries)
+    eps = task.episodes()
+    data = task.generate()
+    X = {k: context_features(eps[k], blocks) for k in ("train", "test")}
+    flow = LinearReadoutFlow().fit(X["train"], np.eye(N_CLASSES)[data.splits["train"].targets])
+    times = flow_times() if times is None else np.asarray(times, dtype=float)
+    curves = pd.DataFrame([{"t": t, **alchemy_events(flow.predict(X["test"], t), data.splits["test"])}
+                           for t in times])
+    from .stages import STAGE_TAUS, ThresholdStage
+    stage_t = {k: ThresholdStage(STAGE_TAUS.get(c, 0.9), 1).fit(curves.t, curves[c].fillna(0.0)).completion_
+               for k, c in CURVES.items()}
+    rise_t = {k: half_rise_time(curves.t, curves[c].fillna(0.0)) for k, c in CURVES.items()}
+    ba = curves["p_b_given_a"].to_numpy()
+    dip = {"depth": float(ba[0] - np.nanmin(ba)), "t": float(curves.t[np.nanargmin(ba)])}
+    return {"task": task.name, "variant": variant, "hops": hops, "chemistries": chemistries, "features": list(blocks),
+            "stage_times": stage_t, "half_rise_times": rise_t, "order": stage_order({k: rise_t[k] for k in ("A", "B", "C") if np.isfinite(stage_t[k])}),
+            "never": [k for k in ("A", "B", "C") if not np.isfinite(stage_t[k])],
+            "final": {k: float(curves[c].iloc[-1]) for k, c in CURVES.items()},
+            "dip_b_given_a": dip if dip["depth"] >= 0.05 else None, "curves": curves}
+
+
+def cmd_theory_stages(args):
+    from pathlib import Path
+
+    from .table import format_table
+    blocks = tuple(b.strip() for b in args.features.split(","))
+    hops = args.hops or ([None] if args.task == "withheld" else [2, 3, 4, 5])
+    if args.task == "withheld" and hops != [None]:
+        raise ConfigError("hops", args.hops, "none for the withheld task (its queries are one-hop)")
+    results = [predict_stages(args.task, h, args.chemistries or None, args.task_seed, blocks) for h in hops]
+    rows = [{"task": r["task"], **{f"t_{k}": v for k, v in r["stage_times"].items()}, "order": r["order"], "never": ",".join(r["never"]),
+             **{f"rise_{k}": r["half_rise_times"][k] for k in ("A", "B", "C")},
+             **{f"final_{k}": v for k, v in r["final"].items()},
+             "dip_B|A": r["dip_b_given_a"]["depth"] if r["dip_b_given_a"] else 0.0} for r in results]
+    text = [format_table(rows),
+            "t_X: flow time at which event X's held-out curve first reaches the stage level (0.95 for A, 0.90"
+            " otherwise; nan: never); rise_X: when it has risen half-way (nan: no rise); order: the stages that"
+            " reach their level, by rise_X (levels differ, so t_X can invert nested events). Only orders and"
+            " ratios are predictions. final_X below the level: the stage needs more than a linear readout of the"
+            f" features {','.join(blocks)}."]
+    payload = {"rows": rows, "features": list(blocks)}
+    if args.out_csv:
+        out = Path(args.out_csv)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pd.concat([r["curves"].assign(task=r["task"]) for r in results]).to_csv(out, index=False)
+        payload["curves_csv"] = str(out)
+        text.append(f"wrote the predicted curves to {out}")
+    return payload, "\n".join(text)
+
+
+def register(sub):
+    p = sub.add_parser("stages", help="predicted Alchemy stages: a linear readout's flow on the task's statistics",
+                       description="Fits the exact gradient flow of a linear readout of context features on the"
+                                   " training chemistries and traces the held-out events A, B, C over flow time:"
+                                   " the predicted order of the stages, their relative times, and which stages"
+                                   " a linear readout cannot reach. No training.")
+    p.add_argument("--task", choices=("withheld", "composition", "decomposition"), default="withheld")
+    p.add_argument("--hops", type=int, nargs="+", default=None, help="composition / decomposition (default 2 3 4 5)")
+    p.add_argument("--chemistries", type=int, default=400, help="chemistries per split at most (0 = all)")
+    p.add_argument("--task-seed", type=int, default=0)
+    p.add_argument("--features", default=",".join(BLOCKS), help="feature blocks, some of " + ", ".join(BLOCKS))
+    p.add_argument("--out-csv", default=None, help="write the predicted event curves (tidy CSV) here")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_theory_stages)

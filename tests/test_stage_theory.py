@@ -1,0 +1,102 @@
+"""Predicted stages: the readout's closed-form flow against numerical integration and least
+squares, and the Alchemy context features against the chemistry itself."""
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+from critwin.bridge.stage_theory import BLOCKS, context_features, predict_stages
+from critwin.errors import ConfigError
+from critwin.theory.stages import LinearReadoutFlow, half_rise_time, stage_order
+
+
+@pytest.fixture(scope="module")
+def regression():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 6)) * np.array([3.0, 1.0, 1.0, 0.3, 0.1, 0.0])   # one dead feature
+    Y = X @ rng.normal(size=(6, 4)) + 0.1 * rng.normal(size=(200, 4))
+    return X, Y
+
+
+def test_flow_matches_numerical_integration(regression):
+    X, Y = regression
+    flow = LinearReadoutFlow().fit(X, Y)
+    Xc, Yc = X - X.mean(0), Y - Y.mean(0)
+    sxx, syx = Xc.T @ Xc / len(X), Yc.T @ Xc / len(X)
+    k, p = syx.shape
+    sol = solve_ivp(lambda t, w: (syx - w.reshape(k, p) @ sxx).ravel(), (0, 7.0), np.zeros(k * p),
+                    t_eval=[0.5, 7.0], rtol=1e-10, atol=1e-12)
+    for i, t in enumerate(sol.t):
+        assert np.allclose(flow.weights(t), sol.y[:, i].reshape(k, p), atol=1e-7)
+
+
+def test_flow_ends_at_least_squares(regression):
+    X, Y = regression
+    flow = LinearReadoutFlow().fit(X, Y)
+    live = X[:, :5]          # the dead feature has zero variance: its weight stays 0
+    beta = np.linalg.lstsq(live - live.mean(0), Y - Y.mean(0), rcond=None)[0].T
+    assert np.allclose(flow.weights(1e9)[:, :5], beta, atol=1e-6)
+    assert np.allclose(flow.weights(1e9)[:, 5], 0.0)
+    assert np.allclose(flow.scores(X, 0.0), Y.mean(0))          # nothing learned at t = 0
+    assert flow.timescales()[0] < flow.timescales()[-1]
+
+
+def test_orders_and_rises():
+    assert stage_order({"A": 1.0, "B": 5.0, "C": 5.0, "D": float("nan")}) == "A < B = C"
+    t = np.array([1.0, 2.0, 3.0, 4.0])
+    assert half_rise_time(t, [0.1, 0.2, 0.6, 0.9]) == 3.0
+    assert np.isnan(half_rise_time(t, [0.5, 0.5, 0.51, 0.5]))
+    with pytest.raises(ConfigError):
+        LinearReadoutFlow().fit(np.zeros((1, 3)), np.zeros((1, 2)))
+    with pytest.raises(ConfigError):
+        LinearReadoutFlow().fit(*[np.ones((3, 2))] * 2).weights(-1.0)
+
+
+def test_context_features_match_the_chemistry():
+    """Brute force from the chemistry, not the support: in the withheld task every stone occurs
+    equally often in the support, and the query stone is linked to its neighbours along the two
+    shown axes (one of each shown pair moves it; the other leaves it where it is)."""
+    from critwin.empirical.tasks.alchemy import AlchemyTask, N_CLASSES, stone_class
+    from critwin.empirical.tasks.alchemy_chemistry import POTIONS, corner
+    eps = AlchemyTask("withheld", None, 0, max_chemistries=3).episodes()["test"]
+    F = context_features(eps)
+    assert F.shape == (24, 3 * N_CLASSES + len(POTIONS))
+    row = 0
+    for ep in eps:
+        cls = [stone_class(ep.chemistry, corner(i)) for i in range(8)]
+        for q in ep.queries:
+            ctx, query, pot, links = np.split(F[row], np.cumsum([N_CLASSES, N_CLASSES, len(POTIONS)]))
+            assert np.allclose(ctx[cls], 1 / 8) and np.isclose(ctx.sum(), 1)
+            assert query.argmax() == stone_class(ep.chemistry, q.start) and query.sum() == 1
+            assert pot[POTIONS.index(q.potions[0])] == 1 and pot.sum() == 1
+            moved = [ep.chemistry.apply(q.start, p) for p in POTIONS if p not in ep.withheld]
+            shown = {stone_class(ep.chemistry, m) for m in moved if m != tuple(q.start)}
+            assert len(shown) == 2
+            assert set(np.flatnonzero(links)) == shown and np.isclose(links.sum(), 1)
+            row += 1
+    assert context_features(eps, ("query",)).shape == (24, N_CLASSES)
+    with pytest.raises(ConfigError) as e:
+        context_features(eps, ("query", "tokens"))
+    assert e.value.field == "features"
+
+
+def test_predicted_stages_of_a_small_task():
+    r = predict_stages("composition", 2, chemistries=20, times=np.geomspace(0.1, 1e4, 15))
+    assert list(r["curves"].columns[:4]) == ["t", "event_a", "event_b", "event_c"] and len(r["curves"]) == 15
+    assert r["curves"].event_a.iloc[0] < r["curves"].event_a.iloc[-1]       # something is learned
+    assert (r["curves"].event_c <= r["curves"].event_a + 1e-12).all()       # C implies A, by construction
+    assert set(r["stage_times"]) == {"A", "B", "C", "B|A", "C|AB"} and r["features"] == list(BLOCKS)
+
+
+def test_theory_stages_command(capsys, tmp_path):
+    import json
+
+    from critwin.bridge.cli import main
+    code = main(["theory", "stages", "--task", "decomposition", "--hops", "2", "--chemistries", "10",
+                 "--features", "context,links", "--out-csv", str(tmp_path / "c.csv"), "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 0 and d["rows"][0]["task"] == "alchemy_decomposition_h2" and d["features"] == ["context", "links"]
+    assert (tmp_path / "c.csv").exists()
+    for argv, field in ((["--task", "withheld", "--hops", "2"], "hops"), (["--features", "tokens"], "features")):
+        code = main(["theory", "stages", *argv, "--chemistries", "5", "--json"])
+        out = json.loads(capsys.readouterr().out)
+        assert code == 2 and out["field"] == field
