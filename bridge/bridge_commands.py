@@ -152,3 +152,6 @@ def register(sub):
     p.add_argument("--ood-level", type=float, default=0.5)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_timescales)
+
+    from .stage_theory import register_bridge as register_stages
+    register_stages(sub)

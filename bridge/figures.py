@@ -284,3 +284,22 @@ def plot_regimes(m: dict, paper_budgets: dict, path) -> Path:
     ax.set_title("regimes of the reduced model (W: window, g: graded, u: uniform, blank: none)", fontsize=8)
     ax.legend(fontsize=7, loc="lower left")
     return _save(fig, path)
+
+
+def plot_stage_times(res: dict, path) -> Path:
+    """Observed stage step against predicted flow time (log-log), one marker per stage, with
+    the fitted timescale factor as a line."""
+    fig, ax = plt.subplots(figsize=(5, 4.2))
+    marks = {"A": "o", "B": "s", "C": "^"}
+    for k, m in marks.items():
+        pts = [(p["predicted"], p["observed"]) for p in res["pairs"] if p["stage"] == k]
+        if pts:
+            ax.scatter(*zip(*pts), marker=m, label=f"stage {k}")
+    if "steps_per_flow_time" in res:
+        x = np.array([min(p["predicted"] for p in res["pairs"]), max(p["predicted"] for p in res["pairs"])])
+        ax.plot(x, res["steps_per_flow_time"] * x, "k--", lw=1,
+                label=f"{res['steps_per_flow_time']:.3g} steps per flow time (rho {res['spearman']:.2f})")
+    ax.set(xscale="log", yscale="log", xlabel="predicted (linear readout, flow time)", ylabel="observed (step)",
+           title="Alchemy stage times")
+    ax.legend(fontsize=8)
+    return _save(fig, path)

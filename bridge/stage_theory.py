@@ -120,3 +120,88 @@ def register(sub):
     p.add_argument("--out-csv", default=None, help="write the predicted event curves (tidy CSV) here")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_theory_stages)
+
+
+STAGE_METRICS = {"A": "event_a", "B": "event_b", "C": "event_c"}
+
+
+def compare_stages(predicted: list[dict], observed) -> dict:
+    """Predicted (predict_stages results) against observed stage times (the summary of
+    bridge.stages.detect_store, threshold rule): per condition the two orders, and over every
+    (condition, stage) both reach the rank correlation and the timescale factor (steps per unit
+    of flow time, geometric mean) with the spread of log(observed / (factor * predicted)).
+    A store with several conditions per task (other lr, gamma) is read at its first: keep one per store."""
+    from scipy.stats import spearmanr
+    rows, pairs = [], []
+    for r in predicted:
+        obs = observed[(observed.task == f"alchemy_{r['variant']}")
+                       & ((observed.hops.isna()) if r["hops"] is None else (observed.hops == r["hops"]))]
+        if obs.empty:
+            continue
+        o_t = {k: float(obs[obs.metric == m]["median"].iloc[0]) if (obs.metric == m).any() else float("nan")
+               for k, m in STAGE_METRICS.items()}
+        p_t = {k: r["stage_times"][k] for k in STAGE_METRICS}
+        row = {"task": r["task"], "predicted_order": stage_order(p_t), "observed_order": stage_order(o_t)}
+        row["order_agrees"] = row["predicted_order"] == row["observed_order"]
+        for k in STAGE_METRICS:
+            row[f"pred_t_{k}"], row[f"obs_step_{k}"] = p_t[k], o_t[k]
+            if np.isfinite(p_t[k]) and np.isfinite(o_t[k]):
+                pairs.append((r["task"], k, p_t[k], o_t[k]))
+        rows.append(row)
+    if not rows:
+        raise ConfigError("store", "no matching runs", "Alchemy runs (critwin train alchemy) of the predicted tasks")
+    out = {"rows": rows, "pairs": [{"task": t, "stage": k, "predicted": p, "observed": o} for t, k, p, o in pairs],
+           "orders_agree": int(sum(r["order_agrees"] for r in rows)), "conditions": len(rows)}
+    if len(pairs) >= 2:
+        p, o = np.array([x[2] for x in pairs]), np.array([x[3] for x in pairs])
+        rho = spearmanr(p, o).statistic if np.ptp(p) > 0 and np.ptp(o) > 0 else float("nan")
+        log_f = np.mean(np.log(o) - np.log(p))
+        out.update({"spearman": float(rho), "steps_per_flow_time": float(np.exp(log_f)),
+                    "log_residual_sd": float(np.std(np.log(o) - np.log(p) - log_f))})
+    return out
+
+
+def cmd_bridge_stages(args):
+    from pathlib import Path
+
+    from ..empirical import RunStore
+    from .stages import detect_store
+    from .table import format_table
+    RunStore(args.store).require()
+    _, observed = detect_store(args.store, tuple(STAGE_METRICS.values()), "test", "threshold", args.n,
+                               on_corrupt="skip" if args.skip_corrupt else "raise")
+    if "hops" not in observed.columns:
+        observed["hops"] = np.nan
+    conds = observed[observed.task.astype(str).str.startswith("alchemy_")][["task", "hops"]].drop_duplicates()
+    predicted = [predict_stages(t.removeprefix("alchemy_"), None if not np.isfinite(h) else int(h),
+                                args.chemistries or None, 0)
+                 for t, h in zip(conds.task, conds.hops.astype(float))]
+    res = compare_stages(predicted, observed)
+    text = [format_table(res["rows"]),
+            f"orders agree in {res['orders_agree']} of {res['conditions']} conditions (threshold rule on both;"
+            " a stage never reached is left out of the order)"]
+    if "spearman" in res:
+        text.append(f"rank correlation of stage times over {len(res['pairs'])} (condition, stage) pairs:"
+                    f" {res['spearman']:.2f}; fitted {res['steps_per_flow_time']:.3g} steps per unit of flow"
+                    f" time, log residual sd {res['log_residual_sd']:.2f}")
+    if not args.no_figure and res["pairs"]:
+        from .figures import plot_stage_times
+        path = plot_stage_times(res, Path(args.out) / "stage_times.png")
+        res["figure"] = str(path)
+        text.append(f"figure: {path}")
+    return res, "\n".join(text)
+
+
+def register_bridge(sub):
+    p = sub.add_parser("stages", help="predicted (linear readout) vs observed Alchemy stage order and times",
+                       description="For every Alchemy task and hop count with runs in the store: the stage times"
+                                   " the runs show (threshold rule, median over seeds) against the linear"
+                                   " readout's predicted ones; orders, rank correlation, timescale factor.")
+    from .bridge_commands import add_store_args
+    add_store_args(p)
+    p.add_argument("--n", type=int, default=3, help="consecutive evaluations at or above the level")
+    p.add_argument("--chemistries", type=int, default=400, help="chemistries per split for the prediction (0 = all)")
+    p.add_argument("--out", default="critwin-out", help="folder for the figure")
+    p.add_argument("--no-figure", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_bridge_stages)

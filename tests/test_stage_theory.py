@@ -100,3 +100,29 @@ def test_theory_stages_command(capsys, tmp_path):
         code = main(["theory", "stages", *argv, "--chemistries", "5", "--json"])
         out = json.loads(capsys.readouterr().out)
         assert code == 2 and out["field"] == field
+
+
+def test_compare_stages_orders_ranks_and_timescale():
+    import pandas as pd
+
+    from critwin.bridge.stage_theory import compare_stages
+    pred = [{"task": "alchemy_composition_h2", "variant": "composition", "hops": 2,
+             "stage_times": {"A": 1.0, "B": 10.0, "C": 100.0}},
+            {"task": "alchemy_withheld", "variant": "withheld", "hops": None,
+             "stage_times": {"A": 2.0, "B": 20.0, "C": float("nan")}},
+            {"task": "alchemy_decomposition_h5", "variant": "decomposition", "hops": 5,
+             "stage_times": {"A": 1.0, "B": 2.0, "C": 3.0}}]          # no runs: left out
+    obs = pd.DataFrame([("alchemy_composition", 2, m, v) for m, v in
+                        (("event_a", 100.0), ("event_b", 1000.0), ("event_c", 10000.0))] +
+                       [("alchemy_withheld", np.nan, m, v) for m, v in
+                        (("event_a", 1000.0), ("event_b", 200.0), ("event_c", float("nan")))],
+                       columns=["task", "hops", "metric", "median"])
+    res = compare_stages(pred, obs)
+    assert res["conditions"] == 2 and res["orders_agree"] == 1
+    assert [r["observed_order"] for r in res["rows"]] == ["A < B < C", "B < A"]
+    assert len(res["pairs"]) == 5                                   # C of withheld: predicted never
+    logs = np.log([100 / 1, 1000 / 10, 10000 / 100, 1000 / 2, 200 / 20])
+    assert np.isclose(res["steps_per_flow_time"], np.exp(logs.mean()))
+    assert np.isclose(res["log_residual_sd"], logs.std())
+    with pytest.raises(ConfigError):
+        compare_stages(pred[2:], obs)
