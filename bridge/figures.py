@@ -303,3 +303,33 @@ def plot_stage_times(res: dict, path) -> Path:
            title="Alchemy stage times")
     ax.legend(fontsize=8)
     return _save(fig, path)
+
+
+def plot_stage_curves(curves, per_run, path, max_panels: int = 12) -> Path:
+    """One panel per condition: each event curve averaged over the condition's runs (log steps),
+    and a dashed line at its median stage time over the runs that reach it."""
+    import pandas as pd
+    from .stages import condition_columns
+    keys = [c for c in condition_columns(per_run) if c not in ("stage_step", "rises", "dip_step", "dip_depth")]
+    first = per_run.drop_duplicates("run_id").set_index("run_id")[keys]
+    cond = pd.Series([" ".join(f"{k}={v}" for k, v in zip(keys, row) if v is not None and str(v) not in ("none", "nan"))
+                      for row in first.itertuples(index=False)], index=first.index)
+    curves = curves.assign(condition=curves.run_id.map(cond))
+    per_run = per_run.assign(condition=per_run.run_id.map(cond))
+    names = list(pd.unique(cond))[:max_panels]
+    cols = min(3, len(names))
+    rows = -(-len(names) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.4 * rows), squeeze=False)
+    for ax, name in zip(axes.flat, names):
+        for i, (metric, g) in enumerate(curves[curves.condition == name].groupby("metric")):
+            mean = g.groupby("step").value.mean()
+            ax.plot(np.maximum(mean.index.to_numpy(), 1), mean.values, color=f"C{i}", label=metric)
+            t = per_run[(per_run.condition == name) & (per_run.metric == metric)].stage_step.dropna()
+            if len(t):
+                ax.axvline(max(1.0, float(t.median())), color=f"C{i}", ls="--", lw=1)
+        ax.set(xscale="log", ylim=(-0.02, 1.02), xlabel="step", title=name[:60])
+        ax.title.set_fontsize(8)
+    for ax in list(axes.flat)[len(names):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    return _save(fig, path)

@@ -108,23 +108,37 @@ def across_seeds(times, n_boot: int = 2000, level: float = 0.9, seed: int = 0) -
 STAGE_TAUS = {"event_a": 0.95}   # the paper: 0.95 for event A, 0.90 for the others
 
 
+NOT_CONDITION = {"run_id", "step", "split", "metric", "value", "seed", "task_seed"}
+
+
+def condition_columns(runs) -> list[str]:
+    """The config columns that tell conditions apart: task, hops and every other field that
+    varies across the runs, except the seeds (seeds are what a condition summarises over)."""
+    cols = [c for c in runs.columns if c not in NOT_CONDITION]
+    vary = [c for c in cols if runs[c].map(repr).nunique() > 1]
+    return [c for c in ("task", "hops") if c in cols] + [c for c in vary if c not in ("task", "hops")]
+
+
 def detect_store(store, metrics=("event_a", "event_b", "event_c", "p_b_given_a"), split: str = "test",
                  method: str = "threshold", n: int = 3, task: str | None = None, on_corrupt: str = "raise"):
-    """Per run and metric: the stage time (threshold rule) or the rises and dips (change
-    points); then per condition (every config field but the seeds) the summary over seeds."""
-    import pandas as pd
-
+    """`detect` on every run of a store."""
     from ..empirical import load_runs
+    return detect(load_runs(store, on_corrupt), metrics, split, method, n, task, store)
+
+
+def detect(runs, metrics=("event_a", "event_b", "event_c", "p_b_given_a"), split: str = "test",
+           method: str = "threshold", n: int = 3, task: str | None = None, where: str = "the store"):
+    """Per run and metric (runs: a load_runs frame): the stage time (threshold rule) or the rises
+    and dips (change points); then per condition (every config field but the seeds) the summary over seeds."""
+    import pandas as pd
     if method not in ("threshold", "changepoint"):
         raise ConfigError("method", method, "threshold or changepoint")
-    runs = load_runs(store, on_corrupt)
     if task is not None:
         runs = runs[runs.task == task]
     runs = runs[(runs.split == split) & runs.metric.isin(metrics)]
     if runs.empty:
-        raise ConfigError("metric", ",".join(metrics), f"metrics logged on split '{split}' by runs in {store}")
-    group = ["task", "hops", "gamma", "wd_windows", "freeze", "reading", "steps"]
-    group = [g for g in group if g in runs.columns]
+        raise ConfigError("metric", ",".join(metrics), f"metrics logged on split '{split}' by runs in {where}")
+    group = condition_columns(runs)
     per_run = []
     for (rid, metric), g in runs.groupby(["run_id", "metric"]):
         g = g.sort_values("step")
@@ -151,10 +165,11 @@ def cmd_stages(args):
 
     from ..empirical import RunStore
     from .table import format_table
+    from ..empirical import load_runs
     RunStore(args.store).require()
     metrics = tuple(m.strip() for m in args.metric.split(","))
-    per_run, summary = detect_store(args.store, metrics, args.split, args.method, args.n, args.task,
-                                    "skip" if args.skip_corrupt else "raise")
+    runs = load_runs(args.store, "skip" if args.skip_corrupt else "raise")
+    per_run, summary = detect(runs, metrics, args.split, args.method, args.n, args.task, args.store)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     per_run.to_csv(out / "stages_per_run.csv", index=False)
@@ -163,7 +178,13 @@ def cmd_stages(args):
             f"stage: {'first evaluation held >= tau (0.95 for event_a, 0.90 otherwise) for ' + str(args.n) + ' evaluations' if args.method == 'threshold' else 'completion of the last rise found by change points in log-time'};"
             " median over seeds with censored seeds kept (never = inf), 90% bootstrap interval, fraction reached",
             f"wrote {out}/stages.csv and stages_per_run.csv"]
-    return {"summary": summary.to_dict(orient="records"), "per_run": per_run.to_dict(orient="records")}, "\n".join(text)
+    payload = {"summary": summary.to_dict(orient="records"), "per_run": per_run.to_dict(orient="records")}
+    if not args.no_figure:
+        from .figures import plot_stage_curves
+        sel = runs[(runs.split == args.split) & runs.metric.isin(metrics)]
+        payload["figure"] = str(plot_stage_curves(sel, per_run, out / "stages.png"))
+        text.append(f"figure: {payload['figure']} (curves per condition, mean over seeds; dashed: median stage time)")
+    return payload, "\n".join(text)
 
 
 def register(p):
@@ -175,6 +196,7 @@ def register(p):
     p.add_argument("--method", choices=("threshold", "changepoint"), default="threshold")
     p.add_argument("--n", type=int, default=3, help="consecutive evaluations at or above tau")
     p.add_argument("--out", default="critwin-out")
+    p.add_argument("--no-figure", action="store_true", help="do not write stages.png")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_stages)
 

@@ -66,17 +66,19 @@ def test_stages_command_on_stored_curves(tmp_path, capsys):
     from critwin.bridge.cli import main
     from critwin.empirical import Run, RunStore, TrainConfig
     store = RunStore(tmp_path / "runs")
-    for seed, rise in ((0, 300), (1, 500), (2, None)):
-        cfg = TrainConfig(seed=seed, steps=2000)
+    for seed, rise, lr in ((0, 300, 3e-3), (1, 500, 3e-3), (2, None, 3e-3), (0, 800, 1e-3)):
+        cfg = TrainConfig(seed=seed, steps=2000, lr=lr)
         curve = staged_curve(rise_at=(rise,), levels=(0.1, 0.97)) if rise else np.full(len(STEPS), 0.1)
         m = pd.DataFrame({"step": STEPS.astype("int64"), "split": "test", "metric": "event_a", "value": curve})
         store.save(Run(cfg.resolved(), m, {"status": "complete", "final": {}}, {}))
     code = main(["stages", "--store", str(tmp_path / "runs"), "--metric", "event_a", "--out", str(tmp_path / "o"),
                  "--json"])
     d = json.loads(capsys.readouterr().out)
-    (row,) = d["summary"]
+    row, other = sorted(d["summary"], key=lambda r: -r["lr"])     # lr varies: two conditions
     assert code == 0 and row["median"] == 500.0 and row["fraction_reached"] == pytest.approx(2 / 3)
-    assert sorted(r["stage_step"] for r in d["per_run"] if r["stage_step"] is not None) == [300.0, 500.0]
+    assert other["lr"] == 1e-3 and other["median"] == 800.0 and other["seeds"] == 1
+    assert sorted(r["stage_step"] for r in d["per_run"] if r["stage_step"] is not None) == [300.0, 500.0, 800.0]
+    assert (tmp_path / "o" / "stages.png").stat().st_size > 0
 
 
 def test_plasticity_window_from_stored_curves(tmp_path):
