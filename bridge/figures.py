@@ -333,3 +333,20 @@ def plot_stage_curves(curves, per_run, path, max_panels: int = 12) -> Path:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
     return _save(fig, path)
+
+
+def plot_plasticity(table, delay: float, path) -> Path:
+    """Mean stage delay against the freeze step, one panel per stage curve and one line per
+    component; the baseline's stage time (dotted) and the window threshold (grey)."""
+    metrics = list(dict.fromkeys(table.metric))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.6 * len(metrics), 3.6), squeeze=False)
+    for ax, metric in zip(axes.flat, metrics):
+        sub = table[table.metric == metric]
+        for i, (comp, g) in enumerate(sub.groupby("component", sort=False)):
+            ax.plot(g.freeze_step, g.delta_mean, "o-", color=f"C{i}", label=comp)
+            if np.isfinite(g.baseline_stage.iloc[0]):
+                ax.axvline(g.baseline_stage.iloc[0], color=f"C{i}", ls=":", lw=1)
+        ax.axhline(delay, color="0.6", lw=1)
+        ax.set(xlabel="freeze step t_f", ylabel="stage delay (steps)", title=metric)
+    axes.flat[0].legend(fontsize=8)
+    return _save(fig, path)

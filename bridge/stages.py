@@ -261,33 +261,53 @@ def cmd_plasticity(args):
         raise ConfigError("every", args.every, "a positive step between --start and a larger --stop")
     steps = list(range(args.start, args.stop + 1, args.every))
     store = RunStore(args.store)
+    components = [c.strip() for c in args.component.split(",") if c.strip()]
+    metrics = [m.strip() for m in args.metric.split(",") if m.strip()]
     ex = make_executor(args.executor, args.workers, args.scheduler) if args.train else None
+    tables = []
     try:
-        per_run, table = plasticity_window(base, args.component, steps, range(args.seeds), store, args.metric,
-                                           args.split, args.delay, args.n, ex, args.train, not args.no_progress,
-                                           args.branch)
+        for comp in components:
+            for k, metric in enumerate(metrics):    # the runs train once, for the first metric
+                per_run, table = plasticity_window(base, comp, steps, range(args.seeds), store, metric, args.split,
+                                                   args.delay, args.n, ex, args.train and k == 0,
+                                                   not args.no_progress, args.branch)
+                if len(table):
+                    base_t = per_run[per_run.freeze_step.isna()].stage_step
+                    tables.append(table.assign(component=comp, metric=metric,
+                                               baseline_stage=float(np.nanmedian(base_t)) if base_t.notna().any()
+                                               else float("nan")))
     finally:
         if ex is not None:
             ex.close()
+    import pandas as pd
+    table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / f"plasticity_{args.component}.csv", index=False)
-    window = table[table.in_window].freeze_step.tolist() if len(table) else []
-    text = [format_table(table.to_dict(orient="records")),
-            f"plasticity window of {args.component} for {args.metric}: freeze steps {window or 'none'} delay the stage"
-            f" by more than {args.delay:g} steps (mean over {args.seeds} seeds; never reached = end of training)"]
-    return {"table": table.to_dict(orient="records"), "window": window}, "\n".join(text)
+    table.to_csv(out / "plasticity.csv", index=False)
+    windows = {f"{c} {m}": table[(table.component == c) & (table.metric == m) & table.in_window].freeze_step.tolist()
+               for c in components for m in metrics} if len(table) else {}
+    text = [format_table(table.to_dict(orient="records"))]
+    text += [f"plasticity window of {k}: freeze steps {w or 'none'}" for k, w in windows.items()]
+    text.append(f"window: mean delay of the stage above {args.delay:g} steps (over {args.seeds} seeds; never reached"
+                f" = end of training); wrote {out / 'plasticity.csv'}")
+    payload = {"table": table.to_dict(orient="records"), "windows": windows}
+    if len(table) and not args.no_figure:
+        from .figures import plot_plasticity
+        payload["figure"] = str(plot_plasticity(table, args.delay, out / "plasticity.png"))
+        text.append(f"figure: {payload['figure']}")
+    return payload, "\n".join(text)
 
 
 def register_plasticity(p):
     from .sweep_commands import add_executor_args
     p.add_argument("--set", action="append", metavar="KEY=V", help="base config (e.g. task=alchemy_withheld)")
-    p.add_argument("--component", default="layer0", help="embedding, layerI, layerI.attn, layerI.mlp, unembed")
+    p.add_argument("--component", default="layer0",
+                   help="comma-separated: embedding, layerI, layerI.attn, layerI.mlp, unembed (e.g. embedding,layer0,layer1)")
     p.add_argument("--start", type=int, default=0)
     p.add_argument("--stop", type=int, default=3000)
     p.add_argument("--every", type=int, default=500, help="freeze steps start, start+every, ..., stop")
     p.add_argument("--seeds", type=int, default=2)
-    p.add_argument("--metric", default="event_c")
+    p.add_argument("--metric", default="event_c", help="comma-separated stage curves, e.g. event_a,event_b,event_c")
     p.add_argument("--split", default="test")
     p.add_argument("--delay", type=float, default=0.0, help="the window: mean delay above this many steps")
     p.add_argument("--n", type=int, default=3)
@@ -298,5 +318,6 @@ def register_plasticity(p):
     add_executor_args(p)
     p.add_argument("--out", default="critwin-out")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-figure", action="store_true", help="do not write plasticity.png")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_plasticity)

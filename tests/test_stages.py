@@ -81,7 +81,7 @@ def test_stages_command_on_stored_curves(tmp_path, capsys):
     assert (tmp_path / "o" / "stages.png").stat().st_size > 0
 
 
-def test_plasticity_window_from_stored_curves(tmp_path):
+def test_plasticity_window_from_stored_curves(tmp_path, capsys):
     """Frozen runs whose stage comes later than the baseline's: the window is where the delay
     exceeds the threshold; a stage never reached counts as the end of training."""
     import pandas as pd
@@ -104,6 +104,16 @@ def test_plasticity_window_from_stored_curves(tmp_path):
     t = table.set_index("freeze_step")
     assert t.loc[100, "delta_mean"] == 1000 and t.loc[400, "delta_mean"] == 1500 and t.loc[1000, "delta_mean"] == 0
     assert list(t.in_window) == [True, True, False] and t.loc[400, "reached"] == 0.0
+    import json
+
+    from critwin.bridge.cli import main
+    code = main(["plasticity", "--set", "steps=2000", "--set", "d=16", "--component", "layer0,layer1", "--start", "100",
+                 "--stop", "1000", "--every", "300", "--seeds", "2", "--delay", "100", "--store", str(tmp_path / "runs"),
+                 "--no-train", "--no-branch", "--out", str(tmp_path / "o"), "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 0 and d["windows"] == {"layer0 event_c": [100, 400], "layer1 event_c": []}
+    assert {r["component"] for r in d["table"]} == {"layer0"} and d["table"][0]["baseline_stage"] == 500
+    assert (tmp_path / "o" / "plasticity.png").stat().st_size > 0
 
 
 def test_plasticity_by_branching_equals_training_each_run_from_zero(tmp_path):
