@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..empirical import RunStore, TrainConfig, train
 from ..empirical.interventions import DECAY_FORMS, PLACEMENTS
 from ..empirical.models import DECAY_SETS
+from ..empirical.presets import ALCHEMY_SIZES
 from ..empirical.sweep import config_from_flat
 from ..errors import ConfigError
 from .table import format_table
@@ -104,45 +105,32 @@ def cmd_modarith(args):
     return train_one(args, config_from_args(args, "modarith"))
 
 
-# --size presets of `train alchemy`: options left unset on the command line take these values.
-ALCHEMY_SIZES = {
-    "cpu": {"d": 64, "heads": 2, "layers": 2, "gamma": 0.8, "lr": 1e-3, "batch_size": 32, "steps": 3000,
-            "lr_schedule": "constant", "clip": None, "dropout": 0.0},
-    "paper": {"lr": 1e-4, "batch_size": 32, "lr_schedule": "cosine", "clip": 1.0, "steps": None},
-}
-
-
 def cmd_alchemy(args):
-    from dataclasses import asdict
+    from dataclasses import fields
+
     from ..empirical.models import ModelConfig
+    from ..empirical.presets import steps_per_epoch
     task = f"alchemy_{args.task}"
     if args.task != "withheld" and args.hops is None:
         raise ConfigError("hops", None, f"2, 3, 4 or 5 for {args.task}")
-    preset = dict(ALCHEMY_SIZES[args.size])
-    paper_model = asdict(ModelConfig.alchemy_paper()) if args.size == "paper" else {}
-    for k, v in {**preset, **paper_model}.items():
-        if getattr(args, k, None) is None:
+    preset = ALCHEMY_SIZES[args.size]      # options left unset on the command line take these values
+    for k, v in preset.items():
+        if getattr(args, k, None) is None and k in vars(args):
             setattr(args, k, v)
+    args.head_bias = bool(args.head_bias)
     if args.epochs is not None:
         if args.epochs < 1:
             raise ConfigError("epochs", args.epochs, "a positive number of passes over the training set")
         if args.steps is not None and args.steps != preset.get("steps"):
             raise ConfigError("steps", args.steps, "not together with --epochs")
-        args.steps = args.epochs * steps_per_epoch(task, args)
+        args.steps = args.epochs * steps_per_epoch({"task": task, "task_seed": args.task_seed,
+                                                    "batch_size": args.batch_size, **task_keys(args)})
     elif args.steps is None:
-        raise ConfigError("epochs", None, "a number of epochs (or --steps) for --size paper")
+        raise ConfigError("epochs", None, f"a number of epochs (or --steps) for --size {args.size}")
     cfg = config_from_args(args, task)
-    if paper_model:
-        cfg = cfg.with_model(**{k: v for k, v in paper_model.items() if k not in ("d", "heads", "layers", "gamma",
-                                                                                   "init", "dropout")})
-    return train_one(args, cfg)
-
-
-def steps_per_epoch(task: str, args) -> int:
-    """Batches per pass over the task's training set (its size comes from the generator)."""
-    from ..empirical.tasks import make_task
-    n = len(make_task(task, args.task_seed, **task_keys(args)).generate().splits["train"])
-    return -(-n // args.batch_size)
+    model_only = {f.name for f in fields(ModelConfig)} - set(vars(args))     # no command-line option of their own
+    extra = {k: v for k, v in preset.items() if k in model_only}
+    return train_one(args, cfg.with_model(**extra) if extra else cfg)
 
 
 def train_one(args, cfg):
@@ -201,14 +189,16 @@ def register(sub):
     p.add_argument("--hops", type=int, default=None, help="composition / decomposition: path length 2..5")
     p.add_argument("--ablation", action="store_true",
                    help="also evaluate held-out queries with the query's reward token / every reward token hidden")
-    p.add_argument("--chemistries", type=int, default=200,
-                   help="chemistries per split at most (of 1,371 training / 165 held-out); 0 = all")
+    p.add_argument("--chemistries", type=int, default=None,
+                   help="chemistries per split at most (of 1,371 training / 165 held-out; default: the size's"
+                        " preset, else all); 0 = all")
     p.add_argument("--size", choices=tuple(ALCHEMY_SIZES), default="cpu",
-                   help="cpu: the anchor Transformer (d 64, 2 layers) at lr 1e-3, batch 32 (not yet tuned to show"
-                        " the stages); paper: the paper's model (4 layers, d 256, 4 heads, FFN 512, post-LN,"
+                   help="quick: a tiny model on 8 chemistries (machinery only); cpu: the anchor Transformer (d 64,"
+                        " 2 layers) at lr 1e-3, batch 32 (not yet tuned to show the stages); paper: the paper's model (4 layers, d 256, 4 heads, FFN 512, post-LN,"
                         " sinusoidal positions, dropout 0.1) with AdamW 1e-4, cosine, clip 1.0, batch 32 (a GPU"
                         " budget). Options given on the command line override the preset.")
     p.add_argument("--epochs", type=int, default=None, help="passes over the training set (sets --steps)")
     add_training_args(p)
     p.set_defaults(handler=cmd_alchemy, **{k: None for k in ("lr", "batch_size", "steps", "d", "heads", "layers",
-                                                             "gamma", "lr_schedule", "clip", "dropout")})
+                                                             "gamma", "lr_schedule", "clip", "dropout", "eval_every",
+                                                             "head_bias")})

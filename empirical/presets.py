@@ -1,0 +1,48 @@
+"""Named sizes of the Alchemy protocol, as flat config keys (sweep keys): what
+`critwin train alchemy --size` fills in for options left unset, and what the S checks train.
+
+quick  a tiny model on a few chemistries: exercises the machinery, never evidence
+cpu    the anchor Transformer on every chemistry, sized for a 2-core machine
+paper  the paper's model and optimizer (ModelConfig.alchemy_paper, AdamW 1e-4, cosine, clip
+       1.0, batch 32); its length is given in epochs (1,000 in the paper): a GPU budget
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from ..errors import ConfigError
+from .models import ModelConfig
+
+ALCHEMY_SIZES = {
+    "quick": {"d": 16, "heads": 2, "layers": 2, "gamma": 0.8, "lr": 1e-3, "batch_size": 16, "steps": 60,
+              "lr_schedule": "constant", "clip": None, "dropout": 0.0, "chemistries": 8, "eval_every": 10},
+    "cpu": {"d": 64, "heads": 2, "layers": 2, "gamma": 0.8, "lr": 1e-3, "batch_size": 32, "steps": 3000,
+            "lr_schedule": "constant", "clip": None, "dropout": 0.0, "eval_every": 100},
+    "paper": {"lr": 1e-4, "batch_size": 32, "lr_schedule": "cosine", "clip": 1.0, "eval_every": 100,
+              **{k: v for k, v in asdict(ModelConfig.alchemy_paper()).items()}},
+}
+PAPER_EPOCHS = 1000
+
+
+def alchemy_flat(size: str, variant: str, hops: int | None = None, epochs: int | None = None, **overrides) -> dict:
+    """Flat config keys of one Alchemy run at a named size; `epochs` sets the steps from the
+    task's training-set size; overrides win over the preset."""
+    if size not in ALCHEMY_SIZES:
+        raise ConfigError("size", size, "one of " + ", ".join(ALCHEMY_SIZES))
+    flat = {**ALCHEMY_SIZES[size], "task": f"alchemy_{variant}", **({"hops": hops} if hops is not None else {}),
+            **overrides}
+    if epochs is not None:
+        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+            raise ConfigError("epochs", epochs, "a positive number of passes over the training set")
+        flat["steps"] = epochs * steps_per_epoch(flat)
+    elif "steps" not in flat:
+        raise ConfigError("epochs", None, f"a number of epochs (or steps) for size {size}")
+    return flat
+
+
+def steps_per_epoch(flat: dict) -> int:
+    """Batches per pass over the task's training set (its size comes from the generator)."""
+    from .tasks import make_task
+    opts = {k: flat.get(k) for k in ("hops", "chemistries", "ablation", "modulus", "train_frac")}
+    n = len(make_task(flat["task"], flat.get("task_seed", 0), **opts).generate().splits["train"])
+    return -(-n // flat.get("batch_size", 32))
