@@ -19,7 +19,7 @@ def _fmt_row(r: dict) -> dict:
 
 
 def cmd_check(args):
-    ids = list(CHECKS) if args.id == "all" else [args.id.upper()]
+    ids = [i for i in CHECKS if args.size in CHECKS[i].sizes] if args.id == "all" else [args.id.upper()]
     for i in ids:
         if i not in CHECKS:
             available = ", ".join(CHECKS)
@@ -70,7 +70,8 @@ def reading_from_args(args) -> dict:
 def register(parser):
     parser.add_argument("id", help="claim id (" + ", ".join(CHECKS) + ") or all")
     parser.add_argument("--size", choices=SIZES, default="quick",
-                        help="quick: times / 10, one seed (machinery only); paper: the paper's protocol")
+                        help="quick: times / 10, one seed (machinery only); paper: the paper's protocol; cpu: the"
+                             " Alchemy checks (S) at the size of empirical/presets.py (orders and ratios only)")
     parser.add_argument("--store", default="runs", help="run store (runs are shared between checks)")
     parser.add_argument("--results", default="critwin-out/checks",
                         help="folder for result JSON/CSV/PNG ('' to skip); the committed results are"

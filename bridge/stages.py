@@ -201,6 +201,21 @@ def register(p):
     p.set_defaults(handler=cmd_stages)
 
 
+def plasticity_configs(base: dict, component: str, freeze_steps, seeds, branch: bool = True) -> dict:
+    """{(t_f or None for the baseline, seed): config}: baselines (with a checkpoint at every
+    t_f when branching) and the runs frozen from each t_f (branched from those checkpoints)."""
+    from ..empirical.sweep import config_from_flat
+    points = sorted({int(tf) for tf in freeze_steps if tf >= 1}) if branch else []
+    cfgs = {(None, s): config_from_flat({**base, "seed": s, **({"checkpoints": points} if points else {})})
+            for s in seeds}
+    for tf in freeze_steps:
+        for s in seeds:
+            src = f"{cfgs[(None, s)].run_id()}@{int(tf)}" if int(tf) in points else None
+            cfgs[(tf, s)] = config_from_flat({**base, "seed": s, "freeze": f"{component}@{int(tf)}",
+                                              **({"branch": src} if src else {})})
+    return cfgs
+
+
 def plasticity_window(base: dict, component: str, freeze_steps, seeds, store, metric: str = "event_c",
                       split: str = "test", delay: float = 0.0, n: int = 3, executor=None, train: bool = True,
                       progress: bool = True, branch: bool = True):
@@ -212,15 +227,8 @@ def plasticity_window(base: dict, component: str, freeze_steps, seeds, store, me
     branch=False does, at up to half the cost)."""
     import pandas as pd
 
-    from ..empirical.sweep import config_from_flat, run_sweep
-    points = sorted({int(tf) for tf in freeze_steps if tf >= 1}) if branch else []
-    cfgs = {(None, s): config_from_flat({**base, "seed": s, **({"checkpoints": points} if points else {})})
-            for s in seeds}
-    for tf in freeze_steps:
-        for s in seeds:
-            src = f"{cfgs[(None, s)].run_id()}@{int(tf)}" if int(tf) in points else None
-            cfgs[(tf, s)] = config_from_flat({**base, "seed": s, "freeze": f"{component}@{int(tf)}",
-                                              **({"branch": src} if src else {})})
+    from ..empirical.sweep import run_sweep
+    cfgs = plasticity_configs(base, component, freeze_steps, seeds, branch)
     if train:       # baselines first: the frozen runs start from their checkpoints
         run_sweep([cfgs[(None, s)] for s in seeds], store, executor, progress=progress)
         run_sweep([c for k, c in cfgs.items() if k[0] is not None], store, executor, progress=progress)

@@ -24,7 +24,7 @@ from ..empirical.config import reading_label as config_reading_label
 from ..errors import ConfigError
 from ..empirical.sweep import config_from_flat, run_sweep
 
-SIZES = ("quick", "paper")
+SIZES = ("quick", "cpu", "paper")    # cpu: the Alchemy checks' CPU size (the anchor checks are CPU-sized at paper)
 TIME_KEYS = ("steps", "wd_window_start", "wd_width", "width", "budget")
 
 
@@ -139,12 +139,15 @@ class EmpiricalCheck:
     extra_rows: object = None   # callable(store, configs by (variant, task seed, seed)) -> more judged rows
     task_seeds: int = 3     # task instances (task_seed 0..n-1): the outcome depends on them
     row_tolerance: dict = field(default_factory=dict)   # variant -> its own tolerance (else the check's)
+    sizes: tuple = ("quick", "paper")
 
     def configs(self, size: str, wd_scale: float = 1.0, seeds: int | None = None,
                 task_seeds: int | None = None, reading: dict | None = None) -> dict:
         """Run configs by (variant, task seed, seed). wd_scale multiplies every decay value (wd,
         budget); seeds / task_seeds (paper size only) override the protocol's counts; reading
         sets the decay reading (decay_form, decay_set, head_bias). Quick size: one of each."""
+        if size not in self.sizes:
+            raise ConfigError("size", size, " or ".join(self.sizes) + f" for {self.id}")
         if size == "paper":
             f, seeds, tasks = 1.0, seeds or self.seeds, task_seeds or self.task_seeds
         else:
@@ -212,6 +215,7 @@ class TheoryCheck:
     claim: str
     measure: object          # callable() -> (rows, verdict)
     notes: str = ""
+    sizes: tuple = SIZES
 
     def missing(self, size: str, store=None, *args, **kwargs) -> int:
         return 0

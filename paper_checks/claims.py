@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import EmpiricalCheck, TheoryCheck, final_metric, mean_sd
+from .stage_claims import STAGE_CHECKS
 
 PAPER_BASE = {"task": "anchor_permutation", "gamma": 0.8, "steps": 20000, "lr": 3e-3}
 
@@ -189,6 +190,6 @@ T1 = TheoryCheck(
     "Rule: reproduced iff the exponents are (0, 2) and the recipe's t1 and t2 fall in the claimed"
     " ranges (sigma_e = 1, orthonormal keys, delta = 1/2).")
 
-CHECKS = {c.id: c for c in (T1, W1, W2, W3, W4, W5, W6, W7, W8, W9, W10, W11)}
+CHECKS = {c.id: c for c in (T1, W1, W2, W3, W4, W5, W6, W7, W8, W9, W10, W11, *STAGE_CHECKS)}
 CLAIM_IDS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "T1",
              "S1", "S2", "S3", "S4", "S5", "S6")

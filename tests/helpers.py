@@ -24,3 +24,13 @@ def save_fake_run(store, cfg, ood: float):
     from critwin.empirical import Run
     metrics = pd.DataFrame({"step": [cfg.steps], "split": ["ood"], "metric": ["acc"], "value": [ood]})
     return store.save(Run(cfg.resolved(), metrics, {"status": "complete", "final": {"ood_acc": ood}}, {}))
+
+
+def exit_on_three(x):
+    """A worker task that kills its own process on item 3 (as the out-of-memory killer would)."""
+    import os
+    import time
+    if x == 3:
+        os._exit(1)
+    time.sleep(0.3)
+    return x

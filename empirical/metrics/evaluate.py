@@ -5,11 +5,15 @@ import torch
 import torch.nn.functional as F
 
 
+EVAL_ATTENTION_BUDGET = 2 ** 27   # sequences x length^2 per evaluation batch (~1 GB of attention scores per head)
+
+
 @torch.no_grad()
 def evaluate_split(model, split, device, batch: int = 4096) -> dict:
     """{'loss', 'acc'}; 'symmetric_rate' where the split has symmetric targets; the Alchemy
     events where it has their metadata (see `alchemy_events`)."""
     x = torch.as_tensor(split.inputs, device=device)
+    batch = max(1, min(batch, EVAL_ATTENTION_BUDGET // max(1, x.shape[1] ** 2)))   # long contexts: smaller batches
     y = torch.as_tensor(split.targets, device=device)
     lengths = split.extra.get("lengths")
     lengths = None if lengths is None else torch.as_tensor(lengths, device=device)

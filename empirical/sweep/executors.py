@@ -40,22 +40,45 @@ def _worker_init(parent: int, steps_queue=None):
     _STEPS = steps_queue
 
 
+class PoolBroken(Exception):
+    """A worker process died (killed, e.g. by the out-of-memory killer): the pool is gone and
+    `lost` holds the items that were in flight in it."""
+
+    def __init__(self, lost: list):
+        super().__init__(f"{len(lost)} runs lost with the worker pool")
+        self.lost = lost
+
+
 def _bounded(submit, items, in_flight: int, wait_some):
     """Submit at most `in_flight` items at a time, pulling the next one only when a result
-    is handed back (so a claim is taken just before its run starts); yield results."""
+    is handed back (so a claim is taken just before its run starts); yield results. A broken
+    process pool raises PoolBroken with the items in flight (`items` can be resumed after)."""
+    from concurrent.futures.process import BrokenProcessPool
     it = iter(items)
-    pending = set()
+    pending = {}
     for x in it:
-        pending.add(submit(x))
+        pending[submit(x)] = x
         if len(pending) >= in_flight:
             break
     while pending:
-        done, pending = wait_some(pending)
+        done, _ = wait_some(set(pending))
         for f in done:
-            yield f.result()
+            x = pending.pop(f)
+            try:
+                r = f.result()
+            except BrokenProcessPool:
+                raise PoolBroken([x, *pending.values()]) from None
+            yield r
             nxt = next(it, _END)
             if nxt is not _END:
-                pending.add(submit(nxt))
+                pending[submit(nxt)] = nxt
+
+
+def lost_result(item) -> dict:
+    """What a run lost with a dead worker comes back as: a failure (retry it with --retry-failed)."""
+    config = item[0] if isinstance(item, tuple) else item
+    return {"config": config, "error": "the worker process died during this run or beside it (killed, e.g. out of"
+                                       " memory); the pool was restarted for the other runs", "traceback": ""}
 
 
 _END = object()
@@ -124,9 +147,16 @@ class LocalExecutor:
                         break
                 if done:
                     return done, rest
-        with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init,
-                                 initargs=(os.getpid(), steps_queue)) as pool:
-            yield from _bounded(lambda x: pool.submit(fn, x), items, self.workers, wait_some)
+        items = iter(items)
+        while True:      # a fresh pool after a worker died; the runs in flight come back as failed
+            try:
+                with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init,
+                                         initargs=(os.getpid(), steps_queue)) as pool:
+                    yield from _bounded(lambda x: pool.submit(fn, x), items, self.workers, wait_some)
+                return
+            except PoolBroken as e:
+                for x in e.lost:
+                    yield lost_result(x)
 
     def close(self):
         pass

@@ -1,0 +1,282 @@
+"""The Alchemy checks S1-S4 and S6 (claims.md): stage order, the reward shortcut, hop-count
+(in)variance, plasticity windows. Each trains its conditions at a named size (quick, cpu,
+paper; empirical/presets.py), reads the held-out event curves, and judges rows with the same
+verdict rule as every other check. Stage times follow the paper's rule (0.95 for A, 0.90
+otherwise, 3 consecutive evaluations); a stage never reached is censored (counts as the end
+of training in ranks, and as "not in order" in orders). At cpu size only orders, ratios and
+ranks are judged; the paper's epochs are judged at paper size only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..empirical import RunStore
+from ..empirical.presets import PAPER_EPOCHS, alchemy_flat
+from ..empirical.sweep import config_from_flat, run_sweep
+from ..errors import ConfigError
+from .base import mean_sd, verdict
+
+STAGE_SIZES = ("quick", "cpu", "paper")
+LEVELS = {"event_a": 0.95}          # 0.90 for every other curve
+CURVES = ("event_a", "event_b", "event_c", "p_b_given_a", "p_c_given_ab")
+
+
+def stage_times(curves) -> dict:
+    """Completion step per curve (nan: never), curves a frame indexed by step, one column per metric."""
+    from ..bridge.stages import ThresholdStage
+    return {m: ThresholdStage(LEVELS.get(m, 0.9), 3).fit(curves.index, curves[m].fillna(0.0)).completion_
+            for m in CURVES if m in curves}
+
+
+def split_curves(store: RunStore, cfg, split: str = "test"):
+    """A run's curves on one split (step x metric), or None when the run is not stored complete."""
+    run = store.complete(cfg.run_id())
+    if run is None:
+        return None
+    m = run.metrics
+    return m[m.split == split].pivot_table(index="step", columns="metric", values="value").sort_index()
+
+
+def _row(value: str, vals, paper, tolerance=None, unit: str = "") -> dict:
+    r = {"value": value, "paper": paper, **mean_sd(vals), "per_seed": [float(v) for v in vals]}
+    if tolerance is not None:
+        r["tolerance"] = tolerance
+    if unit:
+        r["unit"] = unit
+    return r
+
+
+def _spearman_with_censoring(hops, times, end) -> float:
+    from scipy.stats import spearmanr
+    t = np.where(np.isnan(times), end, times)
+    return float(spearmanr(hops, t).statistic) if np.ptp(t) > 0 else 0.0
+
+
+def _no_decay_scaling(wd_scale: float) -> None:
+    if wd_scale != 1.0:
+        raise ConfigError("wd_scale", wd_scale, "1 for the Alchemy checks (their protocols have no decay)")
+
+
+def _size_note(v: str, size: str) -> str:
+    return v if size == "paper" else f"{v} ({size} size: orders and ratios only{'; not evidence' if size == 'quick' else ''})"
+
+
+@dataclass(frozen=True)
+class StageCheck:
+    """Conditions (name -> variant, hops, overrides) x seeds at a named size; `measure(store,
+    cfgs, size)` turns the stored curves into judged rows."""
+
+    id: str
+    claim: str
+    conditions: dict
+    measure: object
+    seeds: int = 3
+    tolerance: float = 0.1
+    notes: str = ""
+    paper_epochs: dict = field(default_factory=dict)    # condition -> epochs at paper size (else PAPER_EPOCHS)
+    sizes: tuple = STAGE_SIZES
+
+    def configs(self, size: str, seeds: int | None = None) -> dict:
+        if size not in STAGE_SIZES:
+            raise ConfigError("size", size, "one of " + ", ".join(STAGE_SIZES) + " for the Alchemy checks")
+        seeds = 1 if size == "quick" else (seeds or self.seeds)
+        out = {}
+        for name, c in self.conditions.items():
+            epochs = self.paper_epochs.get(name, PAPER_EPOCHS) if size == "paper" else None
+            flat = alchemy_flat(size, c["variant"], c.get("hops"), epochs, **c.get("overrides", {}))
+            for s in range(seeds):
+                out[(name, 0, s)] = config_from_flat({**flat, "seed": s})
+        return out
+
+    def missing(self, size: str, store: RunStore, *args, seeds: int | None = None, **kwargs) -> int:
+        return sum(store.status(c.run_id()) is None for c in self.configs(size, seeds).values())
+
+    def run(self, size: str, store: RunStore, executor=None, progress: bool = True, train: bool = True,
+            wd_scale: float = 1.0, seeds: int | None = None, **ignored) -> dict:
+        """Train what is missing (unless train=False), measure, decide. Decay readings do not
+        apply (no decay in these protocols); wd_scale must stay 1."""
+        _no_decay_scaling(wd_scale)
+        cfgs = self.configs(size, seeds)
+        if train:
+            run_sweep(list(cfgs.values()), store, executor, progress=progress)
+        rows = self.measure(store, cfgs, size)
+        v = verdict(rows, self.tolerance)
+        have = sum(store.status(c.run_id()) == "complete" for c in cfgs.values())
+        if have < len(cfgs):
+            v = f"{v} (incomplete: {have} of {len(cfgs)} runs in the store)"
+        n_seeds = 1 if size == "quick" else (seeds or self.seeds)
+        v = _size_note(v, size)
+        return {"id": self.id, "claim": self.claim, "size": size, "metric": "stage times (steps)", "seeds": n_seeds,
+                "protocol_seeds": self.seeds, "tolerance": self.tolerance, "rows": rows, "verdict": v,
+                "notes": self.notes, "run_ids": [c.run_id() for c in cfgs.values()]}
+
+
+def _per_condition(store, cfgs):
+    """condition -> list over seeds of (curves or None, config)."""
+    out: dict = {}
+    for (name, _, _), c in cfgs.items():
+        out.setdefault(name, []).append((split_curves(store, c), c))
+    return out
+
+
+def _epochs(cfg, step: float) -> float:
+    from ..empirical.presets import steps_per_epoch
+    flat = {"task": cfg.task, "task_seed": cfg.task_seed, "batch_size": cfg.batch_size, "hops": cfg.hops,
+            "chemistries": cfg.chemistries}
+    return step / steps_per_epoch(flat)
+
+
+def _s1(store, cfgs, size):
+    (runs,) = _per_condition(store, cfgs).values()
+    a, order, dip, a_ep = [], [], [], []
+    for curves, cfg in runs:
+        if curves is None:
+            continue
+        t = stage_times(curves)
+        a.append(float(np.isfinite(t["event_a"])))
+        ta, tc, tb = t["event_a"], t["p_c_given_ab"], t["p_b_given_a"]
+        order.append(float(all(np.isfinite([ta, tc, tb])) and ta <= tb and tc <= tb))
+        ba = curves["p_b_given_a"].dropna()
+        dip.append(float(ba[ba.index > 0].loc[:tb].min()) if len(ba[ba.index > 0]) else float("nan"))
+        if size == "paper":       # epochs are compared at paper size only (and cost a pass over the data)
+            a_ep.append(_epochs(cfg, ta) if np.isfinite(ta) else float("nan"))
+    return [_row("A reaches 0.95 (fraction of seeds)", a, 1.0, 0.34),
+            _row("order: A and C|AB before B|A (fraction of seeds)", order, 1.0, 0.34),
+            _row("P(B|A) minimum before B|A completes", dip, 0.38, 0.12),
+            _row("epoch at which A completes", a_ep, [68, 82] if size == "paper" else None, 5.0, "epochs")]
+
+
+def _s2(store, cfgs, size):
+    (runs,) = _per_condition(store, cfgs).values()
+    ablated, plain = [], []
+    for _, cfg in runs:
+        curves = split_curves(store, cfg)
+        abl = split_curves(store, cfg, "test_ablate_rewards")
+        if curves is None or abl is None:
+            continue
+        ba = curves["p_b_given_a"].dropna()
+        ba = ba[ba.index > 0]
+        at = ba.idxmin() if len(ba) else curves.index[-1]       # the dip, where the shortcut is in use
+        ablated.append(float(abl.loc[at, "acc"]))
+        plain.append(float(curves.loc[at, "acc"]))
+    return [_row("accuracy with every reward token hidden, at the P(B|A) dip", ablated, 0.05, 0.05),
+            _row("accuracy with rewards shown, at the same evaluation", plain, None),
+            _row("drop when rewards are hidden (shown - hidden; toolkit's rule: >= 0.2)",
+                 [p - a for p, a in zip(plain, ablated)], [0.2, 1.0], 0.0)]
+
+
+def _hops_rows(store, cfgs):
+    per = _per_condition(store, cfgs)
+    rows, hops, t_a, t_c, end = [], [], [], [], 0
+    for name, runs in per.items():
+        h = int(name.split("h")[-1])
+        for curves, cfg in runs:
+            if curves is None:
+                continue
+            t = stage_times(curves)
+            hops.append(h)
+            t_a.append(t["event_a"])
+            t_c.append(t["event_c"])
+            end = max(end, cfg.steps)
+        a = [x for x, k in zip(t_a, hops) if k == h]
+        rows.append(_row(f"h={h}: step A completes", a, None))
+    return rows, np.array(hops), np.array(t_a, float), np.array(t_c, float), end
+
+
+def _s3(store, cfgs, size):
+    rows, hops, t_a, t_c, end = _hops_rows(store, cfgs)
+    med = [np.median(np.where(np.isnan(t_a[hops == h]), np.inf, t_a[hops == h])) for h in sorted(set(hops))]
+    ratio = [max(med) / min(med)] if med and np.all(np.isfinite(med)) and min(med) > 0 else [float("nan")]
+    finals = []
+    for (_, _, _), c in cfgs.items():
+        curves = split_curves(store, c)
+        if curves is not None:
+            finals.append(float(curves["event_c"].iloc[-1]))
+    return rows + [_row("A time, slowest h / fastest h (median over seeds; nan if some h never)", ratio, [1.0, 1.55], 0.25),
+                   _row("final exact accuracy (every h and seed)", finals, 1.0, 0.1)]
+
+
+def _s4(store, cfgs, size):
+    rows, hops, t_a, t_c, end = _hops_rows(store, cfgs)
+    ok = len(set(hops)) > 1
+    return rows + [_row("rank correlation of h with the A time (never = end)",
+                        [_spearman_with_censoring(hops, t_a, end)] if ok else [float("nan")], 1.0, 0.2),
+                   _row("rank correlation of h with the C time (never = end)",
+                        [_spearman_with_censoring(hops, t_c, end)] if ok else [float("nan")], 1.0, 0.2)]
+
+
+S1 = StageCheck("S1", "withheld pair: three stages - A first, then exact-given-half, then the correct half;"
+                " P(B|A) dips to ~0.38 on the way", {"withheld": {"variant": "withheld"}}, _s1)
+S2 = StageCheck("S2", "the P(B|A) dip is a reward-adjacency shortcut: hiding reward tokens drops accuracy to ~0.05",
+                {"withheld + ablation": {"variant": "withheld", "overrides": {"ablation": True}}}, _s2)
+S3 = StageCheck("S3", "composition is invariant to the hop count 2-5 (A at epochs 11-17 for every h; all reach ~1)",
+                {f"composition h{h}": {"variant": "composition", "hops": h} for h in (2, 3, 4, 5)}, _s3)
+S4 = StageCheck("S4", "decomposition slows with the hop count (A and C later for larger h)",
+                {f"decomposition h{h}": {"variant": "decomposition", "hops": h} for h in (2, 3, 4, 5)}, _s4)
+
+
+
+@dataclass(frozen=True)
+class PlasticityCheck:
+    """S6: freeze one component from t_f on (t_f on a fixed grid of `points` steps across
+    training; each frozen run branches from its baseline's checkpoint), per component the
+    delay of the stage of `metric` against the baseline; the window is where the mean delay
+    exceeds one grid spacing (the paper: 10 epochs). Judged: every Transformer layer's window
+    is at least as long as the embedding's, and freezing at the last point delays nothing."""
+
+    id: str = "S6"
+    claim: str = ("layer-specific plasticity windows: freezing a layer before a stage completes delays it;"
+                  " Transformer layers have longer windows than the embedding")
+    metric: str = "event_c"
+    points: int = 9
+    seeds: int = 2
+    tolerance: float = 0.0
+    notes: str = ""
+    sizes: tuple = STAGE_SIZES
+
+    def plan(self, size: str, seeds: int | None = None):
+        if size not in STAGE_SIZES:
+            raise ConfigError("size", size, "one of " + ", ".join(STAGE_SIZES) + " for the Alchemy checks")
+        flat = alchemy_flat(size, "withheld", None, PAPER_EPOCHS if size == "paper" else None)
+        every = flat["steps"] // (self.points + 1)
+        grid = [every * k for k in range(1, self.points + 1)]
+        comps = ["embedding"] + [f"layer{i}" for i in range(flat.get("layers", 2))]
+        return flat, grid, comps, range(1 if size == "quick" else (seeds or self.seeds)), every
+
+    def missing(self, size: str, store: RunStore, *args, seeds: int | None = None, **kwargs) -> int:
+        """Runs of the plan not yet stored (baselines with their checkpoints, and every branch)."""
+        from ..bridge.stages import plasticity_configs
+        flat, grid, comps, seed_range, _ = self.plan(size, seeds)
+        cfgs = {c.run_id(): c for comp in comps for c in plasticity_configs(flat, comp, grid, seed_range).values()}
+        return sum(store.status(rid) is None for rid in cfgs)
+
+    def run(self, size: str, store: RunStore, executor=None, progress: bool = True, train: bool = True,
+            wd_scale: float = 1.0, seeds: int | None = None, **ignored) -> dict:
+        from ..bridge.stages import plasticity_window
+        _no_decay_scaling(wd_scale)
+        flat, grid, comps, seed_range, every = self.plan(size, seeds)
+        rows, windows, last = [], {}, {}
+        for comp in comps:
+            _, table = plasticity_window(flat, comp, grid, seed_range, store, self.metric, "test", every, 3,
+                                         executor, train, progress, True)
+            windows[comp] = float(table.in_window.sum() * every) if len(table) else float("nan")
+            last[comp] = float(table.delta_mean.iloc[-1]) if len(table) else float("nan")
+            rows.append({"value": f"{comp}: window length (steps)", "paper": None, "measured": windows[comp],
+                         "delays": table.delta_mean.tolist() if len(table) else []})
+        layers = [c for c in comps if c != "embedding"]
+        longer = [float(windows[c] >= windows["embedding"]) for c in layers
+                  if np.isfinite(windows[c]) and np.isfinite(windows["embedding"])]
+        rows.append(_row("Transformer layers with a window at least the embedding's (fraction)", longer, 1.0, 0.0))
+        rows.append(_row(f"delay when frozen at the last point, step {grid[-1]} (steps)",
+                         [last[c] for c in comps], [0.0, float(every)], 0.0))
+        v = verdict(rows, self.tolerance)
+        v = _size_note(v, size)
+        return {"id": self.id, "claim": self.claim, "size": size, "metric": f"{self.metric} stage delay (steps)",
+                "seeds": len(seed_range), "protocol_seeds": self.seeds, "tolerance": self.tolerance,
+                "freeze_steps": grid, "rows": rows, "verdict": v, "notes": self.notes}
+
+
+S6 = PlasticityCheck()
+STAGE_CHECKS = (S1, S2, S3, S4, S6)

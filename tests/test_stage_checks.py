@@ -1,0 +1,105 @@
+"""The Alchemy checks on hand-made stored curves (the rule decides what the curves say) and
+once end to end at quick size."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from critwin.empirical import Run, RunStore
+from critwin.errors import ConfigError
+from critwin.paper_checks import CHECKS
+
+STEPS = np.arange(0, 3001, 100)
+
+
+def rise(at, lo=0.0, hi=1.0):
+    return np.where(STEPS >= at, hi, lo) if at is not None else np.full(len(STEPS), lo)
+
+
+def save(store, cfg, curves: dict, split="test"):
+    rows = [(int(s), split, m, float(v)) for m, c in curves.items() for s, v in zip(STEPS, c)]
+    store.save(Run(cfg.resolved(), pd.DataFrame(rows, columns=["step", "split", "metric", "value"]),
+                   {"status": "complete", "final": {}}, {}))
+
+
+def withheld_curves(t_a, t_cab, t_ba, dip=0.38):
+    ba = np.where(STEPS >= t_ba, 0.97, np.where(STEPS >= t_a, dip, 0.5))
+    return {"event_a": rise(t_a, 0.2), "p_c_given_ab": rise(t_cab, 0.3), "p_b_given_a": ba,
+            "event_b": rise(t_ba, 0.1), "event_c": rise(t_ba, 0.05), "acc": rise(t_ba, 0.05, 0.99)}
+
+
+@pytest.mark.parametrize("order,expect", [((300, 600, 1500), "reproduced"), ((1500, 600, 300), "not reproduced")])
+def test_s1_judges_the_order_and_the_dip(tmp_path, order, expect):
+    store = RunStore(tmp_path)
+    for (_, _, s), cfg in CHECKS["S1"].configs("cpu").items():
+        save(store, cfg, withheld_curves(*order))
+    res = CHECKS["S1"].run("cpu", store, train=False)
+    assert res["verdict"].startswith(expect) and "cpu size" in res["verdict"]
+    rows = {r["value"]: r for r in res["rows"]}
+    assert rows["order: A and C|AB before B|A (fraction of seeds)"]["measured"] == (1.0 if expect == "reproduced" else 0.0)
+
+
+def test_s2_reads_the_ablated_accuracy_at_the_dip(tmp_path):
+    store = RunStore(tmp_path)
+    for _, cfg in CHECKS["S2"].configs("cpu").items():
+        save(store, cfg, {**withheld_curves(300, 600, 1500), "acc": np.where(STEPS >= 300, 0.4, 0.05)})
+        run = store.complete(cfg.run_id())
+        m = pd.concat([run.metrics, pd.DataFrame({"step": STEPS, "split": "test_ablate_rewards", "metric": "acc",
+                                                   "value": 0.04})], ignore_index=True)
+        store.save(Run(cfg.resolved(), m, run.summary, {}), replace=True)
+    res = CHECKS["S2"].run("cpu", store, train=False)
+    hidden, shown, drop = (r["measured"] for r in res["rows"])
+    assert hidden == pytest.approx(0.04) and shown == pytest.approx(0.4) and drop == pytest.approx(0.36)
+    assert res["verdict"].startswith("reproduced")
+
+
+def test_s4_ranks_hop_counts_with_censoring(tmp_path):
+    store = RunStore(tmp_path)
+    t_by_h = {2: 300, 3: 700, 4: 1200, 5: None}          # h = 5 never completes: counts as the end
+    for (name, _, s), cfg in CHECKS["S4"].configs("cpu").items():
+        t = t_by_h[int(name[-1])]
+        save(store, cfg, {"event_a": rise(t, 0.2), "event_c": rise(t, 0.0)})
+    res = CHECKS["S4"].run("cpu", store, train=False)
+    rows = {r["value"]: r["measured"] for r in res["rows"]}
+    assert rows["rank correlation of h with the A time (never = end)"] == pytest.approx(1.0)
+    assert rows["h=3: step A completes"] == 700 and np.isnan(rows["h=5: step A completes"])
+    assert res["verdict"].startswith("reproduced")
+    s3 = CHECKS["S3"].run("cpu", store, train=False)       # nothing stored for composition
+    assert "incomplete: 0 of 12" in s3["verdict"]
+
+
+def test_anchor_checks_refuse_the_cpu_size():
+    with pytest.raises(ConfigError) as e:
+        CHECKS["W1"].configs("cpu")
+    assert e.value.field == "size"
+    with pytest.raises(ConfigError):
+        CHECKS["S1"].run("cpu", RunStore("unused"), train=False, wd_scale=2.0)
+
+
+def test_s1_end_to_end_at_quick_size(tmp_path, capsys):
+    import json
+
+    from critwin.bridge.cli import main
+    code = main(["check", "S1", "--size", "quick", "--store", str(tmp_path / "runs"), "--results",
+                 str(tmp_path / "res"), "--no-progress", "--workers", "1", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert d["id"] == "S1" and "not evidence" in d["verdict"] and len(d["rows"]) == 4
+    assert (tmp_path / "res" / "S1_quick.json").exists() and (tmp_path / "res" / "S1_quick.png").exists()
+
+
+def test_s6_windows_from_stored_branches(tmp_path):
+    """Hand-made curves for every run of S6's plan: freezing a layer early delays C by 1000
+    steps, freezing the embedding never does; the layers' windows are longer."""
+    from critwin.bridge.stages import plasticity_configs
+    s6 = CHECKS["S6"]
+    store = RunStore(tmp_path)
+    flat, grid, comps, seeds, every = s6.plan("cpu")
+    assert s6.missing("cpu", store) == len(seeds) * (1 + len(grid) * len(comps))
+    for comp in comps:
+        for (tf, s), cfg in plasticity_configs(flat, comp, grid, seeds).items():
+            late = tf is not None and comp != "embedding" and tf < 1200
+            save(store, cfg, {"event_c": rise(1500 + (1000 if late else 0))})
+    res = s6.run("cpu", store, train=False)
+    rows = {r["value"]: r["measured"] for r in res["rows"]}
+    assert rows["embedding: window length (steps)"] == 0 and rows["layer0: window length (steps)"] == 3 * every   # t_f 300, 600, 900
+    assert rows["Transformer layers with a window at least the embedding's (fraction)"] == 1.0
+    assert res["verdict"].startswith("reproduced") and s6.missing("cpu", store) == 0
