@@ -58,6 +58,16 @@ def build_report(store, out, threshold: float = 0.5, wd_scales=(1.0,), fit_gamma
     md += ["## Paper checks", ""]
     readings = _readings_in(summ)
     for cid, chk in CHECKS.items():
+        if "cpu" in getattr(chk, "sizes", ()):          # the Alchemy checks: the largest size fully stored
+            size = next((z for z in ("paper", "cpu") if not chk.missing(z, rs)), None)
+            if size is None:
+                md += [f"- **{cid}**: {chk.missing('cpu', rs)} cpu-size runs missing"
+                       f" (`critwin check {cid} --size cpu --store {store}`)", ""]
+                continue
+            res = chk.run(size, rs, train=False, progress=False)
+            md += [f"### {cid}: {res['claim']} ({size} size)", "", _md_table(res["rows"], ["value", "paper", "measured"]),
+                   "", f"**Verdict: {res['verdict']}**", ""]
+            continue
         variations = [(f, r) for r in readings for f in wd_scales] if hasattr(chk, "configs") else [(1.0, {})]
         present = []
         for f, r in variations:

@@ -9,6 +9,7 @@ paper  the paper's model and optimizer (ModelConfig.alchemy_paper, AdamW 1e-4, c
 from __future__ import annotations
 
 from dataclasses import asdict
+from functools import lru_cache
 
 from ..errors import ConfigError
 from .models import ModelConfig
@@ -42,7 +43,13 @@ def alchemy_flat(size: str, variant: str, hops: int | None = None, epochs: int |
 
 def steps_per_epoch(flat: dict) -> int:
     """Batches per pass over the task's training set (its size comes from the generator)."""
+    opts = tuple(flat.get(k) for k in ("hops", "chemistries", "ablation", "modulus", "train_frac"))
+    return -(-_train_size(flat["task"], flat.get("task_seed", 0), opts) // flat.get("batch_size", 32))
+
+
+@lru_cache(maxsize=64)
+def _train_size(task: str, task_seed: int, opts: tuple) -> int:
     from .tasks import make_task
-    opts = {k: flat.get(k) for k in ("hops", "chemistries", "ablation", "modulus", "train_frac")}
-    n = len(make_task(flat["task"], flat.get("task_seed", 0), **opts).generate().splits["train"])
-    return -(-n // flat.get("batch_size", 32))
+    keys = ("hops", "chemistries", "ablation", "modulus", "train_frac")
+    t = make_task(task, task_seed, **dict(zip(keys, opts)))
+    return t.train_size() if hasattr(t, "train_size") else len(t.generate().splits["train"])

@@ -160,3 +160,14 @@ def test_reward_ablation_splits_hide_reward_tokens():
     pos = te.inputs.shape[1] - 1 - 1 - 1
     assert (q.inputs[:, pos] == TOKEN["<unk>"]).all() and np.isin(te.inputs[:, pos], rewards).all()
     np.testing.assert_array_equal(q.targets, te.targets)
+
+
+@pytest.mark.parametrize("variant,hops,cap", [("withheld", None, 5), ("composition", 2, 3), ("decomposition", 3, None)])
+def test_train_size_without_generating_matches_the_generated_split(variant, hops, cap):
+    from critwin.empirical.tasks.alchemy import AlchemyTask
+    t = AlchemyTask(variant, hops, 0, max_chemistries=cap)
+    if cap is None:
+        per = {"withheld": 8, "composition": 48, "decomposition": 24}[variant]
+        assert t.train_size() == 1371 * per          # the paper's split
+    else:
+        assert t.train_size() == len(t.generate().splits["train"])

@@ -27,6 +27,7 @@ from .alchemy_chemistry import FEATURE_VALUES, PAIRS, POTIONS, REWARDS, Chemistr
 from .base import Split, TaskData
 
 VARIANTS = ("withheld", "composition", "decomposition")
+QUERIES_PER_CHEMISTRY = {"withheld": 8, "composition": 48, "decomposition": 24}
 HOPS = (2, 3, 4, 5)
 SPECIALS = ("<pad>", "<sos>", "<eos>", "<io>", "<item_sep>", "<unk>")
 # The paper's 25-token vocabulary, in its (alphabetical) id order, then the special tokens.
@@ -219,6 +220,11 @@ class AlchemyTask:
             out[name] = [make_episode(c, self.variant, self.hops, rng) for c in chems]
         return out
 
+    def train_size(self) -> int:
+        """Training queries, without generating them (chemistries in the split x queries each)."""
+        n = len(split_chemistries(self.seed)[0])
+        return min(n, self.max_chemistries or n) * QUERIES_PER_CHEMISTRY[self.variant]
+
     def _split(self, eps: list[Episode]) -> Split:
         seqs, targets, stones, b_sets, chem_ids = [], [], [], [], []
         for ep in eps:
@@ -251,7 +257,7 @@ class AlchemyTask:
         decomposition); the withheld task has no query potion in its support."""
         from ...testing import KitSpec
         chem = lambda s: s.extra["chemistry"]   # noqa: E731
-        per = {"withheld": 8, "composition": 48, "decomposition": 24}[self.variant]    # queries per chemistry
+        per = QUERIES_PER_CHEMISTRY[self.variant]
         counts = lambda data: {k: per * len(np.unique(v.extra["chemistry"])) for k, v in data.splits.items()}  # noqa: E731
         return KitSpec(disjoint=(("train", "test", chem),), counts=counts, oracle=query_answers,
                        leaks=query_potion_in_support if self.variant == "withheld" else None)
