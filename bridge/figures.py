@@ -350,3 +350,20 @@ def plot_plasticity(table, delay: float, path) -> Path:
         ax.set(xlabel="freeze step t_f", ylabel="stage delay (steps)", title=metric)
     axes.flat[0].legend(fontsize=8)
     return _save(fig, path)
+
+
+def plot_predicted_stages(results: list[dict], path) -> Path:
+    """The linear readout's held-out event curves over flow time, one panel per task and hop count."""
+    cols = min(4, len(results))
+    rows = -(-len(results) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.8 * cols, 3.0 * rows), squeeze=False)
+    for ax, r in zip(axes.flat, results):
+        c = r["curves"]
+        for i, (name, col) in enumerate((("A", "event_a"), ("B", "event_b"), ("C", "event_c"), ("P(B|A)", "p_b_given_a"))):
+            ax.plot(c.t, c[col], color=f"C{i}", label=name, ls=":" if name == "P(B|A)" else "-")
+        ax.set(xscale="log", ylim=(-0.02, 1.02), xlabel="flow time", title=f"{r['task']}: {r['order'] or '-'}")
+        ax.title.set_fontsize(8)
+    for ax in list(axes.flat)[len(results):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    return _save(fig, path)

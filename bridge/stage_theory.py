@@ -103,6 +103,10 @@ def cmd_theory_stages(args):
         pd.concat([r["curves"].assign(task=r["task"]) for r in results]).to_csv(out, index=False)
         payload["curves_csv"] = str(out)
         text.append(f"wrote the predicted curves to {out}")
+    if not args.no_figure:
+        from .figures import plot_predicted_stages
+        payload["figure"] = str(plot_predicted_stages(results, Path(args.out) / f"predicted_stages_{args.task}.png"))
+        text.append(f"figure: {payload['figure']}")
     return payload, "\n".join(text)
 
 
@@ -118,6 +122,8 @@ def register(sub):
     p.add_argument("--task-seed", type=int, default=0)
     p.add_argument("--features", default=",".join(BLOCKS), help="feature blocks, some of " + ", ".join(BLOCKS))
     p.add_argument("--out-csv", default=None, help="write the predicted event curves (tidy CSV) here")
+    p.add_argument("--out", default="critwin-out", help="folder for the figure")
+    p.add_argument("--no-figure", action="store_true", help="do not write predicted_stages_TASK.png")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_theory_stages)
 

@@ -92,12 +92,12 @@ def test_theory_stages_command(capsys, tmp_path):
 
     from critwin.bridge.cli import main
     code = main(["theory", "stages", "--task", "decomposition", "--hops", "2", "--chemistries", "10",
-                 "--features", "context,links", "--out-csv", str(tmp_path / "c.csv"), "--json"])
+                 "--features", "context,links", "--out-csv", str(tmp_path / "c.csv"), "--out", str(tmp_path), "--json"])
     d = json.loads(capsys.readouterr().out)
     assert code == 0 and d["rows"][0]["task"] == "alchemy_decomposition_h2" and d["features"] == ["context", "links"]
-    assert (tmp_path / "c.csv").exists()
+    assert (tmp_path / "c.csv").exists() and (tmp_path / "predicted_stages_decomposition.png").exists()
     for argv, field in ((["--task", "withheld", "--hops", "2"], "hops"), (["--features", "tokens"], "features")):
-        code = main(["theory", "stages", *argv, "--chemistries", "5", "--json"])
+        code = main(["theory", "stages", *argv, "--chemistries", "5", "--no-figure", "--json"])
         out = json.loads(capsys.readouterr().out)
         assert code == 2 and out["field"] == field
 
