@@ -61,8 +61,11 @@ def test_ranges_in_the_verdict_rule():
 
 def test_every_registered_check_expands():
     for cid, chk in CHECKS.items():
-        if hasattr(chk, "configs"):
+        if hasattr(chk, "variants"):
             assert len(chk.configs("paper")) == len(chk.variants) * chk.seeds * chk.task_seeds, cid
+        elif hasattr(chk, "conditions"):           # the Alchemy checks: conditions x seeds, every size
+            for size, seeds in (("quick", 1), ("cpu", chk.seeds), ("paper", chk.seeds)):
+                assert len(chk.configs(size)) == len(chk.conditions) * seeds, cid
 
 
 def test_wd_scale_is_a_labelled_variation():
