@@ -103,10 +103,10 @@ def cmd_theory_stages(args):
         pd.concat([r["curves"].assign(task=r["task"]) for r in results]).to_csv(out, index=False)
         payload["curves_csv"] = str(out)
         text.append(f"wrote the predicted curves to {out}")
-    if not args.no_figure:
-        from .figures import plot_predicted_stages
-        payload["figure"] = str(plot_predicted_stages(results, Path(args.out) / f"predicted_stages_{args.task}.png"))
-        text.append(f"figure: {payload['figure']}")
+    from .figures import plot_predicted_stages
+    from .theory_commands import attach_figure
+    attach_figure(args, f"predicted_stages_{args.task}.png", lambda path: plot_predicted_stages(results, path),
+                  payload, text)
     return payload, "\n".join(text)
 
 
@@ -168,8 +168,6 @@ def compare_stages(predicted: list[dict], observed) -> dict:
 
 
 def cmd_bridge_stages(args):
-    from pathlib import Path
-
     from ..empirical import RunStore
     from .stages import detect_store
     from .table import format_table
@@ -190,11 +188,10 @@ def cmd_bridge_stages(args):
         text.append(f"rank correlation of stage times over {len(res['pairs'])} (condition, stage) pairs:"
                     f" {res['spearman']:.2f}; fitted {res['steps_per_flow_time']:.3g} steps per unit of flow"
                     f" time, log residual sd {res['log_residual_sd']:.2f}")
-    if not args.no_figure and res["pairs"]:
+    if res["pairs"]:
         from .figures import plot_stage_times
-        path = plot_stage_times(res, Path(args.out) / "stage_times.png")
-        res["figure"] = str(path)
-        text.append(f"figure: {path}")
+        from .theory_commands import attach_figure
+        attach_figure(args, "stage_times.png", lambda path: plot_stage_times(res, path), res, text)
     return res, "\n".join(text)
 
 
