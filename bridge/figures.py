@@ -312,7 +312,9 @@ def plot_stage_curves(curves, per_run, path, max_panels: int = 12) -> Path:
     from .stages import condition_columns
     keys = [c for c in condition_columns(per_run) if c not in ("stage_step", "rises", "dip_step", "dip_depth")]
     first = per_run.drop_duplicates("run_id").set_index("run_id")[keys]
-    cond = pd.Series([" ".join(f"{k}={v}" for k, v in zip(keys, row) if v is not None and str(v) not in ("none", "nan"))
+    def text(v):
+        return f"{v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+    cond = pd.Series([" ".join(f"{k}={text(v)}" for k, v in zip(keys, row) if v is not None and text(v) not in ("none", "nan"))
                       for row in first.itertuples(index=False)], index=first.index)
     curves = curves.assign(condition=curves.run_id.map(cond))
     per_run = per_run.assign(condition=per_run.run_id.map(cond))
@@ -327,8 +329,9 @@ def plot_stage_curves(curves, per_run, path, max_panels: int = 12) -> Path:
             t = per_run[(per_run.condition == name) & (per_run.metric == metric)].stage_step.dropna()
             if len(t):
                 ax.axvline(max(1.0, float(t.median())), color=f"C{i}", ls="--", lw=1)
-        ax.set(xscale="log", ylim=(-0.02, 1.02), xlabel="step", title=name[:60])
-        ax.title.set_fontsize(8)
+        import textwrap
+        ax.set(xscale="log", ylim=(-0.02, 1.02), xlabel="step", title="\n".join(textwrap.wrap(name, 55)))
+        ax.title.set_fontsize(7)
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)

@@ -59,7 +59,9 @@ def _no_decay_scaling(wd_scale: float) -> None:
         raise ConfigError("wd_scale", wd_scale, "1 for the Alchemy checks (their protocols have no decay)")
 
 
-def _size_note(v: str, size: str) -> str:
+def _size_note(v: str, size: str, seeds: int, protocol_seeds: int) -> str:
+    if size != "quick" and seeds != protocol_seeds:
+        v = f"{v} ({seeds} of the protocol's {protocol_seeds} seeds)"
     return v if size == "paper" else f"{v} ({size} size: orders and ratios only{'; not evidence' if size == 'quick' else ''})"
 
 
@@ -107,7 +109,7 @@ class StageCheck:
         if have < len(cfgs):
             v = f"{v} (incomplete: {have} of {len(cfgs)} runs in the store)"
         n_seeds = 1 if size == "quick" else (seeds or self.seeds)
-        v = _size_note(v, size)
+        v = _size_note(v, size, n_seeds, self.seeds)
         return {"id": self.id, "claim": self.claim, "size": size, "metric": "stage times (steps)", "seeds": n_seeds,
                 "protocol_seeds": self.seeds, "tolerance": self.tolerance, "rows": rows, "verdict": v,
                 "notes": self.notes, "run_ids": [c.run_id() for c in cfgs.values()]}
@@ -271,8 +273,7 @@ class PlasticityCheck:
         rows.append(_row("Transformer layers with a window at least the embedding's (fraction)", longer, 1.0, 0.0))
         rows.append(_row(f"delay when frozen at the last point, step {grid[-1]} (steps)",
                          [last[c] for c in comps], [0.0, float(every)], 0.0))
-        v = verdict(rows, self.tolerance)
-        v = _size_note(v, size)
+        v = _size_note(verdict(rows, self.tolerance), size, len(seed_range), self.seeds)
         return {"id": self.id, "claim": self.claim, "size": size, "metric": f"{self.metric} stage delay (steps)",
                 "seeds": len(seed_range), "protocol_seeds": self.seeds, "tolerance": self.tolerance,
                 "freeze_steps": grid, "rows": rows, "verdict": v, "notes": self.notes}
