@@ -105,6 +105,10 @@ def cmd_modarith(args):
     return train_one(args, config_from_args(args, "modarith"))
 
 
+def cmd_scan(args):
+    return train_one(args, config_from_args(args, f"scan_{args.split}"))
+
+
 def cmd_alchemy(args):
     from dataclasses import fields
 
@@ -159,7 +163,8 @@ def train_one(args, cfg):
     payload = {"run_id": run_id, "path": str(path), "cached": cached, "status": run.summary["status"],
                "replaced_damaged": status == "corrupt", "final": final, "summary": run.summary, "config": run.config}
     keys = [k for k in ("train_acc", "ood_acc", "id_test_acc", "ood_symmetric_rate", "test_acc", "test_event_a",
-                        "test_event_b", "test_event_c", "weight_norm") if k in final]
+                        "test_event_b", "test_event_c", "train_seq_acc", "test_seq_acc", "test_token_acc",
+                        "weight_norm") if k in final]
     how = "already in the store" if cached else run.summary["status"] + (
         "; replaced a damaged folder" if status == "corrupt" else "")
     text = [f"run {run_id} ({how}): {path}", format_table([{k: final[k] for k in keys}]),
@@ -181,6 +186,14 @@ def register(sub):
     p.add_argument("--train-frac", type=float, default=0.4, help="fraction of the p^2 pairs trained")
     add_training_args(p)
     p.set_defaults(handler=cmd_modarith)
+
+    p = sub.add_parser("scan", help="train the sequence model on a SCAN split (the unreachable-composition control)",
+                       description="A decoder-only model reads 'command <sep>' and writes the actions then <eos>"
+                                   " (teacher forcing); every evaluation decodes greedily, all rows at once, and"
+                                   " logs sequence accuracy (seq_acc) and token accuracy (token_acc) per split.")
+    p.add_argument("--split", choices=("add_prim_jump",), default="add_prim_jump")
+    add_training_args(p)
+    p.set_defaults(handler=cmd_scan)
 
     p = sub.add_parser("alchemy", help="train on an Alchemy latent-structure task",
                        description="Train the Transformer on the withheld-pair, composition or decomposition task;"

@@ -21,6 +21,7 @@ from .metrics import (condensation_index, decay_mechanism, evaluate_split, group
 from .models import Transformer
 from .store import Run
 from .tasks import make_task
+from .tasks.sequence import IGNORE, is_sequence_task, language_model_data
 
 
 REACH_LEVEL = 0.95    # summary '<split>_reach_step': first evaluation with accuracy >= this (grokking step)
@@ -76,10 +77,21 @@ def log_metrics(model, splits: dict, step: int, device, rows: list, mechanism: d
     return flat
 
 
+def batch_loss(model, xb, yb, lb=None):
+    """Cross-entropy of the last real position's prediction, or of every next-token prediction
+    where targets are sequences (a language-model task; IGNORE positions left out)."""
+    if yb.ndim == 2:
+        logits = model(xb, all_positions=True)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.reshape(-1), ignore_index=IGNORE)
+    return F.cross_entropy(model(xb, lb), yb)
+
+
 def initial_model(cfg: TrainConfig):
     """(model at its seeded initialisation, task data): exactly what `train` starts from."""
     torch.manual_seed(cfg.seed)
     data = make_task(cfg.task, cfg.task_seed, **cfg.task_options()).generate()
+    if is_sequence_task(data):
+        data = language_model_data(data)
     return build_model(cfg, data.vocab_size, data.seq_len, data.info.get("n_classes")), data
 
 
@@ -134,7 +146,7 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
             perm, ptr = torch.randperm(n, generator=gen), 0
         idx = perm[ptr:ptr + B].to(device)
         ptr += B
-        loss = F.cross_entropy(model(x[idx], None if lengths is None else lengths[idx]), y[idx])
+        loss = batch_loss(model, x[idx], y[idx], None if lengths is None else lengths[idx])
         if not math.isfinite(loss.item()):
             status, error = "diverged", f"non-finite training loss at step {step}"
             break

@@ -152,14 +152,17 @@ class Transformer(nn.Module):
                 m.weight.fill_(1.0)
                 m.bias.zero_()
 
-    def forward(self, idx, lengths=None):
+    def forward(self, idx, lengths=None, all_positions: bool = False):
         """Logits at the last position, (B, vocab or classes); with right-padded sequences, at
-        the last real token (lengths - 1), which the causal mask keeps blind to the padding."""
+        the last real token (lengths - 1), which the causal mask keeps blind to the padding.
+        all_positions: logits at every position, (B, T, vocab) (a language model's next tokens)."""
         T = idx.shape[1]
         pos = self.pos(torch.arange(T, device=idx.device)) if self.pos is not None else self.pos_table[:T]
         x = self.drop(self.tok(idx) * (math.sqrt(self.config.d) if self.config.embed_scale else 1.0) + pos)
         for b in self.blocks:
             x = b(x)
+        if all_positions:
+            return self.unembed(self.ln_f(x))
         last = x[:, -1] if lengths is None else x[torch.arange(len(x), device=x.device), lengths - 1]
         return self.unembed(self.ln_f(last))
 

@@ -5,10 +5,11 @@ from .anchor_permutation import PermutationAnchorTask
 from .anchor_shift import ShiftAnchorTask
 from .base import Split, TaskData
 from .modarith import ModularAdditionTask
+from .scan import ScanTask
 
 TASKS = {"anchor_permutation": PermutationAnchorTask, "anchor_shift": ShiftAnchorTask,
          "alchemy_withheld": AlchemyTask, "alchemy_composition": AlchemyTask, "alchemy_decomposition": AlchemyTask,
-         "modarith": ModularAdditionTask}
+         "modarith": ModularAdditionTask, "scan_add_prim_jump": ScanTask}
 # Task options beyond the seed (config fields, None = the task's default), and who takes them.
 TASK_OPTIONS = ("hops", "chemistries", "ablation", "modulus", "train_frac")
 _ALCHEMY = ("hops", "chemistries", "ablation")
@@ -30,7 +31,9 @@ def make_task(name: str, seed: int = 0, **options):
                            bool(given.get("ablation", False)))
     if name == "modarith":
         return ModularAdditionTask(given.get("modulus", 67), given.get("train_frac", 0.4), seed)
+    if name.startswith("scan_"):
+        return ScanTask(name[len("scan_"):], seed)
     return TASKS[name](seed=seed)
 
 
-__all__ = ["TASKS", "TASK_OPTIONS", "AlchemyTask", "ModularAdditionTask", "PermutationAnchorTask", "ShiftAnchorTask", "Split", "TaskData", "make_task"]
+__all__ = ["TASKS", "TASK_OPTIONS", "AlchemyTask", "ModularAdditionTask", "PermutationAnchorTask", "ScanTask", "ShiftAnchorTask", "Split", "TaskData", "make_task"]
