@@ -167,6 +167,19 @@ W11 = EmpiricalCheck(
           " decay on the matrices; task instance = the train/test split seed.")
 
 
+W12_BASE = {"task": "scan_add_prim_jump", "d": 32, "gamma": 0.8, "lr": 1e-4, "steps": 12000, "batch_size": 128,
+            "eval_every": 1000, "eval_max": 1000}
+W12 = EmpiricalCheck(
+    "W12", "SCAN add_prim_jump is unreachable: test sequence accuracy 0 under every decay schedule",
+    W12_BASE, {"no decay": {}, "early [0,3000) 4e-3": {"wd": 4e-3, "wd_window": "0:3000"},
+               "middle [3000,6000) 4e-3": {"wd": 4e-3, "wd_window": "3000:6000"}, "constant 1e-3": {"wd": 1e-3}},
+    {"no decay": 0.0, "early [0,3000) 4e-3": 0.0, "middle [3000,6000) 4e-3": 0.0, "constant 1e-3": 0.0},
+    metric="test_seq_acc", task_seeds=1,
+    notes="Metric: exact-match greedy decoding on 1,000 fixed test commands (eval_max). Assumed where the paper"
+          " is silent: batch 128, 2 heads, windows of a quarter of training at 4e-3 and constant 1e-3 (W1's"
+          " values), decoupled decay on the matrices; one task instance (the seed only orders the examples).")
+
+
 def _t1():
     from ..theory import StylisedSetting, derive, predict
     d = derive()
@@ -190,6 +203,6 @@ T1 = TheoryCheck(
     "Rule: reproduced iff the exponents are (0, 2) and the recipe's t1 and t2 fall in the claimed"
     " ranges (sigma_e = 1, orthonormal keys, delta = 1/2).")
 
-CHECKS = {c.id: c for c in (T1, W1, W2, W3, W4, W5, W6, W7, W8, W9, W10, W11, *STAGE_CHECKS)}
+CHECKS = {c.id: c for c in (T1, W1, W2, W3, W4, W5, W6, W7, W8, W9, W10, W11, W12, *STAGE_CHECKS)}
 CLAIM_IDS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "T1",
              "S1", "S2", "S3", "S4", "S5", "S6")
