@@ -176,7 +176,8 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
             if on_steps is not None:
                 on_steps(step + 1 - done_steps)
                 done_steps = step + 1
-            bar.set_postfix({f"{k}": f"{last[k]:.3f}" for k in last if k.endswith("_acc")}, refresh=False)
+            bar.set_postfix({k: f"{last[k]:.3f}" for k in last if k.endswith(("_acc", "test_event_a", "test_p_b_given_a"))
+                             and not k.startswith("test_ablate")}, refresh=False)
         if step + 1 in cfg.checkpoints:
             checkpoints[step + 1] = training_state(cfg, step + 1, model, opt, gen, perm, ptr, rows, last)
         bar.update(1)
