@@ -80,7 +80,7 @@ def register(parser):
     parser.add_argument("--wd-scale", type=float, default=1.0,
                         help="multiply every decay value (a variation of the protocol, labelled as such)")
     parser.add_argument("--seeds", type=int, default=None,
-                        help="paper size with this many seeds instead of the protocol's (labelled as such)")
+                        help="paper (or cpu) size with this many seeds instead of the protocol's (labelled as such)")
     parser.add_argument("--task-seeds", type=int, default=None,
                         help="paper size with this many task instances instead of the protocol's 3 (labelled)")
     add_reading_args(parser)
