@@ -58,7 +58,7 @@ def predict_stages(variant: str, hops: int | None = None, chemistries: int | Non
     from ..empirical.tasks.alchemy import AlchemyTask, N_CLASSES
     task = AlchemyTask(variant, hops, seed, max_chemistries=chemistries)
     eps = task.episodes()
-    data = task.generate()
+    data = task.generate(eps)
     X = {k: context_features(eps[k], blocks) for k in ("train", "test")}
     flow = LinearReadoutFlow().fit(X["train"], np.eye(N_CLASSES)[data.splits["train"].targets])
     times = flow_times() if times is None else np.asarray(times, dtype=float)

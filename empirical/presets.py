@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from ..errors import ConfigError
 from .models import ModelConfig
+from .tasks import TASK_OPTIONS, make_task
 
 ALCHEMY_SIZES = {
     "quick": {"d": 16, "heads": 2, "layers": 2, "gamma": 0.8, "lr": 1e-3, "batch_size": 16, "steps": 60,
@@ -24,7 +25,7 @@ ALCHEMY_SIZES = {
             "lr_schedule": "constant", "clip": None, "dropout": 0.0, "eval_every": 343, "eval_max": 1320,
             "wd": 0.1},
     "paper": {"lr": 1e-4, "batch_size": 32, "lr_schedule": "cosine", "clip": 1.0, "eval_every": 100,
-              **{k: v for k, v in asdict(ModelConfig.alchemy_paper()).items()}},
+              **asdict(ModelConfig.alchemy_paper())},
 }
 PAPER_EPOCHS = 1000
 
@@ -47,13 +48,11 @@ def alchemy_flat(size: str, variant: str, hops: int | None = None, epochs: int |
 
 def steps_per_epoch(flat: dict) -> int:
     """Batches per pass over the task's training set (its size comes from the generator)."""
-    opts = tuple(flat.get(k) for k in ("hops", "chemistries", "ablation", "modulus", "train_frac"))
+    opts = tuple(flat.get(k) for k in TASK_OPTIONS)
     return -(-_train_size(flat["task"], flat.get("task_seed", 0), opts) // flat.get("batch_size", 32))
 
 
 @lru_cache(maxsize=64)
 def _train_size(task: str, task_seed: int, opts: tuple) -> int:
-    from .tasks import make_task
-    keys = ("hops", "chemistries", "ablation", "modulus", "train_frac")
-    t = make_task(task, task_seed, **dict(zip(keys, opts)))
+    t = make_task(task, task_seed, **dict(zip(TASK_OPTIONS, opts)))
     return t.train_size() if hasattr(t, "train_size") else len(t.generate().splits["train"])

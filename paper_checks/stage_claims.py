@@ -19,14 +19,13 @@ from ..errors import ConfigError
 from .base import mean_sd, verdict
 
 STAGE_SIZES = ("quick", "cpu", "paper")
-LEVELS = {"event_a": 0.95}          # 0.90 for every other curve
 CURVES = ("event_a", "event_b", "event_c", "p_b_given_a", "p_c_given_ab")
 
 
 def stage_times(curves) -> dict:
     """Completion step per curve (nan: never), curves a frame indexed by step, one column per metric."""
-    from ..bridge.stages import ThresholdStage
-    return {m: ThresholdStage(LEVELS.get(m, 0.9), 3).fit(curves.index, curves[m].fillna(0.0)).completion_
+    from ..bridge.stages import STAGE_TAUS, ThresholdStage
+    return {m: ThresholdStage(STAGE_TAUS.get(m, 0.9), 3).fit(curves.index, curves[m].fillna(0.0)).completion_
             for m in CURVES if m in curves}
 
 
@@ -56,7 +55,14 @@ def _spearman_with_censoring(hops, times, end) -> float:
 
 def _no_decay_scaling(wd_scale: float) -> None:
     if wd_scale != 1.0:
-        raise ConfigError("wd_scale", wd_scale, "1 for the Alchemy checks (their protocols have no decay)")
+        raise ConfigError("wd_scale", wd_scale, "1 for the Alchemy checks (a size's own decay is part of the size)")
+
+
+def _seed_count(size: str, seeds: int | None, protocol_seeds: int) -> int:
+    """Seeds a check runs at `size` (one at quick size), after checking the size."""
+    if size not in STAGE_SIZES:
+        raise ConfigError("size", size, "one of " + ", ".join(STAGE_SIZES) + " for the Alchemy checks")
+    return 1 if size == "quick" else (seeds or protocol_seeds)
 
 
 def _size_note(v: str, size: str, seeds: int, protocol_seeds: int) -> str:
@@ -81,9 +87,7 @@ class StageCheck:
     sizes: tuple = STAGE_SIZES
 
     def configs(self, size: str, seeds: int | None = None) -> dict:
-        if size not in STAGE_SIZES:
-            raise ConfigError("size", size, "one of " + ", ".join(STAGE_SIZES) + " for the Alchemy checks")
-        seeds = 1 if size == "quick" else (seeds or self.seeds)
+        seeds = _seed_count(size, seeds, self.seeds)
         out = {}
         for name, c in self.conditions.items():
             epochs = self.paper_epochs.get(name, PAPER_EPOCHS) if size == "paper" else None
@@ -108,7 +112,7 @@ class StageCheck:
         have = sum(store.status(c.run_id()) == "complete" for c in cfgs.values())
         if have < len(cfgs):
             v = f"{v} (incomplete: {have} of {len(cfgs)} runs in the store)"
-        n_seeds = 1 if size == "quick" else (seeds or self.seeds)
+        n_seeds = _seed_count(size, seeds, self.seeds)
         v = _size_note(v, size, n_seeds, self.seeds)
         return {"id": self.id, "claim": self.claim, "size": size, "metric": "stage times (steps)", "seeds": n_seeds,
                 "protocol_seeds": self.seeds, "tolerance": self.tolerance, "rows": rows, "verdict": v,
@@ -125,9 +129,8 @@ def _per_condition(store, cfgs):
 
 def _epochs(cfg, step: float) -> float:
     from ..empirical.presets import steps_per_epoch
-    flat = {"task": cfg.task, "task_seed": cfg.task_seed, "batch_size": cfg.batch_size, "hops": cfg.hops,
-            "chemistries": cfg.chemistries}
-    return step / steps_per_epoch(flat)
+    return step / steps_per_epoch({"task": cfg.task, "task_seed": cfg.task_seed, "batch_size": cfg.batch_size,
+                                   **cfg.task_options()})
 
 
 def _s1(store, cfgs, size):
@@ -153,8 +156,7 @@ def _s1(store, cfgs, size):
 def _s2(store, cfgs, size):
     (runs,) = _per_condition(store, cfgs).values()
     ablated, plain = [], []
-    for _, cfg in runs:
-        curves = split_curves(store, cfg)
+    for curves, cfg in runs:
         abl = split_curves(store, cfg, "test_ablate_rewards")
         if curves is None or abl is None:
             continue
@@ -171,7 +173,7 @@ def _s2(store, cfgs, size):
 
 def _hops_rows(store, cfgs):
     per = _per_condition(store, cfgs)
-    rows, hops, t_a, t_c, end = [], [], [], [], 0
+    rows, hops, t_a, t_c, final_c, end = [], [], [], [], [], 0
     for name, runs in per.items():
         h = int(name.split("h")[-1])
         for curves, cfg in runs:
@@ -181,27 +183,23 @@ def _hops_rows(store, cfgs):
             hops.append(h)
             t_a.append(t["event_a"])
             t_c.append(t["event_c"])
+            final_c.append(float(curves["event_c"].iloc[-1]))
             end = max(end, cfg.steps)
         a = [x for x, k in zip(t_a, hops) if k == h]
         rows.append(_row(f"h={h}: step A completes", a, None))
-    return rows, np.array(hops), np.array(t_a, float), np.array(t_c, float), end
+    return rows, np.array(hops), np.array(t_a, float), np.array(t_c, float), final_c, end
 
 
 def _s3(store, cfgs, size):
-    rows, hops, t_a, t_c, end = _hops_rows(store, cfgs)
+    rows, hops, t_a, t_c, finals, end = _hops_rows(store, cfgs)
     med = [np.median(np.where(np.isnan(t_a[hops == h]), np.inf, t_a[hops == h])) for h in sorted(set(hops))]
     ratio = [max(med) / min(med)] if med and np.all(np.isfinite(med)) and min(med) > 0 else [float("nan")]
-    finals = []
-    for (_, _, _), c in cfgs.items():
-        curves = split_curves(store, c)
-        if curves is not None:
-            finals.append(float(curves["event_c"].iloc[-1]))
     return rows + [_row("A time, slowest h / fastest h (median over seeds; nan if some h never)", ratio, [1.0, 1.55], 0.25),
                    _row("final exact accuracy (every h and seed)", finals, 1.0, 0.1)]
 
 
 def _s4(store, cfgs, size):
-    rows, hops, t_a, t_c, end = _hops_rows(store, cfgs)
+    rows, hops, t_a, t_c, _, end = _hops_rows(store, cfgs)
     ok = len(set(hops)) > 1
     return rows + [_row("rank correlation of h with the A time (never = end)",
                         [_spearman_with_censoring(hops, t_a, end)] if ok else [float("nan")], 1.0, 0.2),
@@ -217,7 +215,6 @@ S3 = StageCheck("S3", "composition is invariant to the hop count 2-5 (A at epoch
                 {f"composition h{h}": {"variant": "composition", "hops": h} for h in (2, 3, 4, 5)}, _s3)
 S4 = StageCheck("S4", "decomposition slows with the hop count (A and C later for larger h)",
                 {f"decomposition h{h}": {"variant": "decomposition", "hops": h} for h in (2, 3, 4, 5)}, _s4)
-
 
 
 @dataclass(frozen=True)
@@ -239,13 +236,12 @@ class PlasticityCheck:
     sizes: tuple = STAGE_SIZES
 
     def plan(self, size: str, seeds: int | None = None):
-        if size not in STAGE_SIZES:
-            raise ConfigError("size", size, "one of " + ", ".join(STAGE_SIZES) + " for the Alchemy checks")
+        n_seeds = _seed_count(size, seeds, self.seeds)
         flat = alchemy_flat(size, "withheld", None, PAPER_EPOCHS if size == "paper" else None)
         every = flat["steps"] // (self.points + 1)
         grid = [every * k for k in range(1, self.points + 1)]
         comps = ["embedding"] + [f"layer{i}" for i in range(flat.get("layers", 2))]
-        return flat, grid, comps, range(1 if size == "quick" else (seeds or self.seeds)), every
+        return flat, grid, comps, range(n_seeds), every
 
     def missing(self, size: str, store: RunStore, *args, seeds: int | None = None, **kwargs) -> int:
         """Runs of the plan not yet stored (baselines with their checkpoints, and every branch)."""

@@ -262,8 +262,9 @@ class AlchemyTask:
         return KitSpec(disjoint=(("train", "test", chem),), counts=counts, oracle=query_answers,
                        leaks=query_potion_in_support if self.variant == "withheld" else None)
 
-    def generate(self) -> TaskData:
-        eps = self.episodes()
+    def generate(self, episodes: dict | None = None) -> TaskData:
+        """The task's splits; `episodes` (this task's own `episodes()`) skips drawing them again."""
+        eps = self.episodes() if episodes is None else episodes
         splits = {name: self._split(e) for name, e in eps.items()}
         if self.ablation:
             splits.update(ablated_splits(splits["test"]))
