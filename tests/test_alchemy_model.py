@@ -98,3 +98,27 @@ def test_train_alchemy_paper_size_from_the_cli(tmp_path, capsys):
     assert steps == 3 * 2          # 8 chemistries x 8 withheld-pair queries = 64 examples, 2 batches of 32
     assert main(["train", "alchemy", "--epochs", "0", "--store", str(tmp_path / "s")]) == 2
     assert "epochs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("norm,layers", [("pre", 2), ("post", 1), ("post", 3)])
+def test_last_token_head_equals_the_full_sequence_computation(norm, layers):
+    """The head's fast path (the last block computes only the rows it reads) gives the logits and
+    the gradients of running every position through every block and reading the row after."""
+    torch.manual_seed(1)
+    c = ModelConfig(d=16, heads=2, layers=layers, norm=norm, positions="sinusoidal" if norm == "post" else "learned")
+    m = Transformer(c, vocab_size=20, seq_len=9, n_out=11)
+    x = torch.randint(0, 20, (5, 9))
+    lengths = torch.tensor([9, 4, 1, 7, 9])
+    fast = m(x, lengths)
+    h = m.drop(m.tok(x) + (m.pos(torch.arange(9)) if m.pos is not None else m.pos_table[:9]))
+    for b in m.blocks:
+        h = b(h)
+    slow = m.unembed(m.ln_f(h[torch.arange(5), lengths - 1]))
+    torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-6)
+    g_fast = torch.autograd.grad(fast.square().sum(), list(m.parameters()), allow_unused=True)
+    g_slow = torch.autograd.grad(slow.square().sum(), list(m.parameters()), allow_unused=True)
+    for a, b in zip(g_fast, g_slow):
+        if a is None or b is None:
+            assert (a is None or not a.abs().sum()) and (b is None or not b.abs().sum())
+        else:
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)

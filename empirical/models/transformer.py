@@ -89,18 +89,24 @@ class Attention(nn.Module):
         self.heads = c.heads
         self.q, self.k, self.v, self.o = (nn.Linear(c.d, c.d) for _ in range(4))
         self.drop = nn.Dropout(c.dropout)
-        self.register_buffer("mask", torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool)))
 
-    def forward(self, x):
+    def forward(self, x, rows=None):
+        """Causal self-attention, (B, T, D). rows (B,): only the query at position rows[b] of
+        each sequence, (B, 1, D), over the keys up to it (what a last-token head reads)."""
         B, T, D = x.shape
         h = self.heads
 
         def split(t):
-            return t.view(B, T, h, D // h).transpose(1, 2)
-        q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(D // h)
-        att = self.drop(att.masked_fill(~self.mask[:T, :T], float("-inf")).softmax(-1))
-        return self.o((att @ v).transpose(1, 2).reshape(B, T, D))
+            return t.view(B, t.shape[1], h, D // h).transpose(1, 2)
+        k, v = split(self.k(x)), split(self.v(x))
+        p = self.drop.p if self.training else 0.0
+        if rows is None:
+            out = F.scaled_dot_product_attention(split(self.q(x)), k, v, dropout_p=p, is_causal=True)
+        else:
+            sees = torch.arange(T, device=x.device) <= rows[:, None]
+            q = split(self.q(x[torch.arange(B, device=x.device), rows].unsqueeze(1)))
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=sees[:, None, None, :], dropout_p=p)
+        return self.o(out.transpose(1, 2).reshape(B, -1, D))
 
 
 class Block(nn.Module):
@@ -114,11 +120,13 @@ class Block(nn.Module):
         self.drop = nn.Dropout(c.dropout)
         self.post = c.norm == "post"
 
-    def forward(self, x):
+    def forward(self, x, rows=None):
+        """(B, T, D), or with rows (B,) the output at those positions only, (B, 1, D)."""
+        here = x if rows is None else x[torch.arange(len(x), device=x.device), rows].unsqueeze(1)
         if self.post:
-            x = self.ln1(x + self.drop(self.attn(x)))
+            x = self.ln1(here + self.drop(self.attn(x, rows)))
             return self.ln2(x + self.drop(self.mlp(x)))
-        x = x + self.drop(self.attn(self.ln1(x)))
+        x = here + self.drop(self.attn(self.ln1(x), rows))
         return x + self.drop(self.mlp(self.ln2(x)))
 
 
@@ -159,12 +167,18 @@ class Transformer(nn.Module):
         T = idx.shape[1]
         pos = self.pos(torch.arange(T, device=idx.device)) if self.pos is not None else self.pos_table[:T]
         x = self.drop(self.tok(idx) * (math.sqrt(self.config.d) if self.config.embed_scale else 1.0) + pos)
-        for b in self.blocks:
+        for b in self.blocks[:-1]:
             x = b(x)
         if all_positions:
-            return self.unembed(self.ln_f(x))
-        last = x[:, -1] if lengths is None else x[torch.arange(len(x), device=x.device), lengths - 1]
-        return self.unembed(self.ln_f(last))
+            return self.unembed(self.ln_f(self.blocks[-1](x)))
+        # the head reads one position, so the last block computes only that row (its keys: all)
+        rows = torch.full((len(x),), T - 1, device=x.device) if lengths is None else lengths - 1
+        return self.unembed(self.ln_f(self.blocks[-1](x, rows)[:, 0]))
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Also reads checkpoints saved when each block kept its causal mask as a buffer."""
+        state_dict = {k: v for k, v in state_dict.items() if not k.endswith(".attn.mask")}
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
     def embeddings(self) -> list:
         """The token embedding and, when learned, the position embedding (the paper's E)."""
