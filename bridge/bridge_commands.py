@@ -113,9 +113,11 @@ def register(sub):
     p.add_argument("--gamma", type=float, nargs="+", default=None, help="only these gammas")
     p.add_argument("--threshold", type=float, default=0.5)
     p.add_argument("--metric", default="ood_acc")
-    p.add_argument("--methods", nargs="+", choices=("recipe", "recipe_adamw", "recipe_run", "reduced", "full", "adamw"),
+    p.add_argument("--methods", nargs="+", choices=("recipe", "recipe_adamw", "recipe_run", "reduced", "full", "adamw",
+                                                "memorization"),
                    default=["recipe", "recipe_run", "reduced"],
-                   help="recipe_run: the recipe with sigma_e and c_r of the runs' own initial embeddings")
+                   help="recipe_run: the recipe with sigma_e and c_r of the runs' own initial embeddings;"
+                        " memorization: left edge at the stored runs' memorization step (no theory)")
     p.add_argument("--loss-norm", choices=("sum", "pair", "mean"), default="sum")
     p.add_argument("--targets", choices=("teacher", "permutation"), default="permutation",
                    help="stylised targets for the theory (the Transformer's task is a permutation task)")

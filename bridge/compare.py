@@ -8,7 +8,7 @@ from .. import theory as th
 from ..empirical import RunStore, load_summaries
 from ..errors import ConfigError
 from ..theory.setting import multiplier_from_exponent
-from .observed import observed_window, onset_outcomes
+from .observed import observed_times, observed_window, onset_outcomes
 
 TASK_SIZES = {"anchor_permutation": {"keys": 16, "anchors": 8, "train_pairs": 45}}
 
@@ -46,6 +46,18 @@ def run_recipe(config: dict, delta: float = 0.5, sigma_def: str = "gram") -> dic
                                              np.asarray(data.info["train_pairs"]), s.gamma, s.eta, delta, sigma_def)
 
 
+OBSERVED_METHODS = ("recipe_run", "memorization")   # need the stored runs, not only the setting
+
+
+def memorization_edge(memo: pd.DataFrame, reading: str, gamma: float) -> dict:
+    """The hypothesis that a window opens once the training set is fitted: t1 = the mean
+    memorization step of the stored runs of this reading and gamma (nan when none), no t2."""
+    mine = memo[(memo.reading == reading) & np.isclose(memo.gamma, gamma)] if len(memo) else memo
+    vals = mine.value.dropna() if len(mine) else pd.Series(dtype=float)
+    return {"t1_steps": float(vals.mean()) if len(vals) else float("nan"), "t2_steps": float("nan"),
+            "runs": int(len(vals))}
+
+
 def predicted_windows(s: th.StylisedSetting, methods=("recipe", "reduced"), **kw) -> dict:
     out = {}
     for m in methods:
@@ -65,11 +77,14 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
     run's own recipe divided by the same speed-up), recipe_run (sigma_e and c_r of the run's
     own initial embeddings), reduced and full (derived equations / stylised flow), adamw
     (AdamW steps on the stylised model with the runs' decay form: l2 runs get the penalty
-    through Adam). on_corrupt:
+    through Adam), memorization (no theory: the left edge put at the memorization step of the
+    stored runs of the same reading and gamma, train acc >= 0.9, no right edge). on_corrupt:
     'raise' on a damaged run folder, or 'skip' it with a warning."""
     theory_options.setdefault("targets", "permutation")   # the Transformer's task
     summ = load_summaries(store, on_corrupt)
     table = onset_outcomes(summ, metric)
+    memo = (observed_times(store, "memorization", on_corrupt=on_corrupt) or {None: pd.DataFrame()}).popitem()[1] \
+        if "memorization" in methods else None
     rows = []
     for (reading, gamma, width, lam), grp in table.groupby(["reading", "gamma", "wd_width", "wd_value"]):
         if (gammas is not None and not np.any(np.isclose(gamma, gammas))) or grp.onset.nunique() < 2:
@@ -79,8 +94,10 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
                    & (summ.wd_value == lam)].iloc[0].to_dict()
         s = setting_for(cfg, **theory_options)
         total = int(cfg["steps"])
-        pred = predicted_windows(s, [m for m in methods if m != "recipe_run"], width=width, wd=lam, total=total,
+        pred = predicted_windows(s, [m for m in methods if m not in OBSERVED_METHODS], width=width, wd=lam, total=total,
                                  threshold=threshold, decay_form=cfg.get("decay_form", "decoupled"))
+        if "memorization" in methods:
+            pred["memorization"] = memorization_edge(memo, reading, gamma)
         if "recipe_run" in methods:
             run = run_recipe(RunStore(store).load(cfg["run_id"]).config, s.delta)
             pred["recipe_run"] = {"t1_steps": float(run["t1_steps"][0]), "t2_steps": float(run["t2_steps"][0])}

@@ -10,7 +10,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-COLORS = {"recipe": "tab:blue", "recipe_run": "tab:purple", "reduced": "tab:orange", "full": "tab:green"}
+COLORS = {"recipe": "tab:blue", "recipe_run": "tab:purple", "reduced": "tab:orange", "full": "tab:green",
+          "memorization": "tab:red"}
 
 
 def _save(fig, path) -> Path:
@@ -103,7 +104,9 @@ def plot_onset_comparison(rows: list[dict], path, metric: str = "OOD accuracy") 
             if f"{m}_t1" in r and np.isfinite(r[f"{m}_t1"]):
                 lo, t2 = r[f"{m}_t1"], r[f"{m}_t2"]
                 hi = min(t2, r["steps"] - r["width"])
-                if t2 <= lo:
+                if not np.isfinite(t2):
+                    ax.axvline(lo, color=col, ls="-.", label=f"{m}: left edge at {lo:,.0f}")
+                elif t2 <= lo:
                     ax.axvline(lo, color=col, ls="--", label=f"{m}: no window (t2={t2:,.0f} before t1={lo:,.0f})")
                 elif hi > lo:
                     ax.axvspan(lo, hi, color=col, alpha=0.15, label=f"{m} window [{lo:,.0f}, {t2:,.0f}]")

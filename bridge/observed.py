@@ -121,7 +121,7 @@ def observed_times(store, quantity: str, mem_level: float = 0.9, ood_level: floa
     if quantity == "memorization":
         clean = ts[ts.wd_window_start.isna() | (ts.wd_window_start >= ts.memorization_step)]
         return {("runs without decay before memorization",):
-                clean.assign(value=clean.memorization_step)[["gamma", "value", "run_id"]]}
+                clean.assign(value=clean.memorization_step)[["gamma", "value", "run_id", "reading"]]}
     return {(reading, f"decay {lam:g}", f"width {w:g}"): g[["gamma", "value", "run_id"]].reset_index(drop=True)
             for (reading, lam, w), g in _rise_times(ts).groupby(["reading", "wd_value", "wd_width"])}
 

@@ -93,3 +93,25 @@ def test_timescales_cli(capsys, onset_store):
     code = main(["bridge", "timescales", "--store", str(onset_store), "--json"])
     d = json.loads(capsys.readouterr().out)
     assert code == 0 and sum(r["runs"] for r in d["rows"]) == 6 and len(d["per_run"]) == 6
+
+
+def test_compare_memorization_edge_is_the_runs_memorization_step(capsys, tmp_path):
+    """The memorization method's t1 is the mean, over runs with no decay before they fit the
+    training set, of the first evaluation with train accuracy >= 0.9 (recounted here from the curves)."""
+    spec = SweepSpec({"d": 32, "steps": 400, "eval_every": 20, "wd": 5.0, "wd_width": 40},
+                     {"wd_window_start": [0, 360], "seed": [0, 1]})      # these fit the training set by ~240
+    run_sweep(spec.expand(), RunStore(tmp_path), LocalExecutor(2), progress=False)
+    code = main(["bridge", "compare", "--store", str(tmp_path), "--threshold", "0.0", "--methods", "recipe",
+                 "memorization", "--no-figure", "--json"])
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    runs = load_runs(tmp_path)
+    firsts = []
+    for rid, g in runs[(runs.split == "train") & (runs.metric == "acc")].groupby("run_id"):
+        hit = g[g.value >= 0.9].step
+        onset = g.wd_window_start.iloc[0]
+        if len(hit) and onset >= hit.min():
+            firsts.append(hit.min())
+    assert code == 0 and len(firsts) >= 2
+    assert row["memorization_t1"] == pytest.approx(np.mean(firsts))
+    assert row["memorization_first_error"] == pytest.approx(row["observed_first"] - np.mean(firsts))
+    assert row["memorization_t2"] is None or np.isnan(row["memorization_t2"])
