@@ -34,6 +34,8 @@ def add_training_args(p):
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--lr-schedule", choices=("constant", "cosine"), default="constant",
                    help="cosine: lr (1 + cos(pi step / steps)) / 2, per batch")
+    p.add_argument("--lr-final", type=float, default=None,
+                   help="cosine: the learning rate it ends at (default 0)")
     p.add_argument("--clip", type=float, default=None, help="clip the gradient's global norm to this")
     p.add_argument("--dropout", type=float, default=0.0)
     p.add_argument("--wd", type=float, default=None,
@@ -86,7 +88,8 @@ def config_from_args(args, task: str) -> TrainConfig:
             "decay_form": args.decay_form, "decay_set": args.decay_set, "optimizer": args.optimizer,
             "freeze_second_moment": args.freeze_second_moment, "amsgrad": args.amsgrad, **task_keys(args),
             "lr": args.lr, "momentum": args.momentum, "batch_size": args.batch_size, "steps": args.steps,
-            "lr_schedule": args.lr_schedule, "clip": args.clip, "dropout": args.dropout,
+            "lr_schedule": args.lr_schedule, **({"lr_final": args.lr_final} if args.lr_final is not None else {}),
+            "clip": args.clip, "dropout": args.dropout,
             "wd": args.wd, "wd_window": args.wd_window, "budget_placement": args.budget_placement,
             "budget": args.budget, "width": args.width, "freeze": args.freeze, "seed": args.seed,
             "eval_every": args.eval_every, "eval_max": args.eval_max, "device": args.device, "checkpoints": tuple(args.checkpoints or ()),

@@ -21,7 +21,7 @@ CONFIG_VERSION = 1
 # Fields added after version 1, with the value every earlier run had: the run id hashes them
 # only when they differ from it, so runs stored before they existed keep their ids and meaning.
 ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices", "freeze_second_moment": None, "amsgrad": False,
-                  "lr_schedule": "constant", "clip": None, "checkpoints": [], "branch": None,
+                  "lr_schedule": "constant", "lr_final": 0.0, "clip": None, "checkpoints": [], "branch": None,
                   "freeze_optimizer": "keep", "eval_max": None,
                   "hops": None, "chemistries": None, "ablation": None, "modulus": None, "train_frac": None}
 ADDED_MODEL_DEFAULTS = {"head_bias": False, "norm": "pre", "positions": "learned", "embed_scale": False,
@@ -66,6 +66,7 @@ class TrainConfig:
     betas: tuple = (0.9, 0.98)
     momentum: float = 0.9
     lr_schedule: str = "constant"   # cosine: lr * (1 + cos(pi step / steps)) / 2, per batch
+    lr_final: float = 0.0           # cosine: where it ends (lr_final + (lr - lr_final) (1 + cos) / 2)
     clip: float | None = None       # clip the loss gradient's global norm to this before the step
     batch_size: int = 128
     steps: int = 20000
@@ -126,6 +127,11 @@ class TrainConfig:
             raise ConfigError("momentum", self.momentum, "a number in [0, 1)")
         if self.lr_schedule not in LR_SCHEDULES:
             raise ConfigError("lr_schedule", self.lr_schedule, "one of " + ", ".join(LR_SCHEDULES))
+        lf = self.lr_final
+        if isinstance(lf, bool) or not isinstance(lf, (int, float)) or not (0 <= lf <= self.lr) or (
+                lf and self.lr_schedule != "cosine"):
+            raise ConfigError("lr_final", lf, f"a learning rate in [0, lr = {self.lr:g}], with the cosine schedule"
+                                              " (0 otherwise)")
         if self.clip is not None and (isinstance(self.clip, bool) or not isinstance(self.clip, (int, float))
                                       or not (math.isfinite(self.clip) and self.clip > 0)):
             raise ConfigError("clip", self.clip, "a gradient-norm bound > 0, or None")
@@ -182,7 +188,7 @@ class TrainConfig:
     def lr_at(self, step: int) -> float:
         """The learning rate of step `step` (0-based)."""
         if self.lr_schedule == "cosine":
-            return self.lr * 0.5 * (1 + math.cos(math.pi * step / self.steps))
+            return self.lr_final + (self.lr - self.lr_final) * 0.5 * (1 + math.cos(math.pi * step / self.steps))
         return self.lr
 
     def schedule(self) -> Schedule:

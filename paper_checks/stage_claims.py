@@ -1,5 +1,5 @@
-"""The Alchemy checks S1-S4 and S6 (claims.md): stage order, the reward shortcut, hop-count
-(in)variance, plasticity windows. Each trains its conditions at a named size (quick, cpu,
+"""The Alchemy checks S1-S6 (claims.md): stage order, the reward shortcut, hop-count
+(in)variance, hyper-parameter sensitivity, plasticity windows. Each trains its conditions at a named size (quick, cpu,
 paper; empirical/presets.py), reads the held-out event curves, and judges rows with the same
 verdict rule as every other check. Stage times follow the paper's rule (0.95 for A, 0.90
 otherwise, 3 consecutive evaluations); a stage never reached is censored (counts as the end
@@ -92,6 +92,8 @@ class StageCheck:
         for name, c in self.conditions.items():
             epochs = self.paper_epochs.get(name, PAPER_EPOCHS) if size == "paper" else None
             flat = alchemy_flat(size, c["variant"], c.get("hops"), epochs, **c.get("overrides", {}))
+            if "lr_final_fraction" in c:      # a cosine that ends at this fraction of the size's lr
+                flat.update(lr_schedule="cosine", lr_final=c["lr_final_fraction"] * flat["lr"])
             for s in range(seeds):
                 out[(name, 0, s)] = config_from_flat({**flat, "seed": s})
         return out
@@ -207,6 +209,35 @@ def _s4(store, cfgs, size):
                         [_spearman_with_censoring(hops, t_c, end)] if ok else [float("nan")], 1.0, 0.2)]
 
 
+def _s5(store, cfgs, size):
+    """Per setting the C time (never = end); the spread across settings, and whether the runs
+    that never complete C stall: the last stage they complete is followed by a flat curve."""
+    rows, t_c, stalls, end = [], {}, [], 0
+    nxt = {"event_a": "event_b", "event_b": "event_c"}
+    for name, runs in _per_condition(store, cfgs).items():
+        for curves, cfg in runs:
+            if curves is None:
+                continue
+            end = max(end, cfg.steps)
+            t = stage_times(curves)
+            t_c.setdefault(name, []).append(t["event_c"])
+            if not np.isfinite(t["event_c"]):
+                done = [m for m in ("event_a", "event_b") if np.isfinite(t[m])]
+                after = curves[nxt[done[-1]] if done else "event_a"].dropna()
+                late = after[after.index >= after.index.max() / 2] if len(after) else after
+                stalls.append(float(len(late) > 1 and np.ptp(late.to_numpy()) < STALL_RANGE))
+        rows.append(_row(f"{name}: step C completes (nan: never)", t_c.get(name, []), None))
+    med = [np.median(np.where(np.isnan(v), end, v)) for v in t_c.values()]
+    spread = [max(med) / min(med)] if len(med) > 1 and min(med) > 0 else [float("nan")]
+    rows.append(_row("C time, slowest / fastest setting (median over seeds, never = end; toolkit's rule: >= 1.5)",
+                     spread, [1.5, 1000.0], 0.0))
+    rows.append(_row(f"runs that never complete C and stall (next curve moves < {STALL_RANGE} over the last half;"
+                     " fraction)", stalls, 1.0 if stalls else None, 0.0))
+    return rows
+
+
+STALL_RANGE = 0.05
+
 S1 = StageCheck("S1", "withheld pair: three stages - A first, then exact-given-half, then the correct half;"
                 " P(B|A) dips to ~0.38 on the way", {"withheld": {"variant": "withheld"}}, _s1)
 S2 = StageCheck("S2", "the P(B|A) dip is a reward-adjacency shortcut: hiding reward tokens drops accuracy to ~0.05",
@@ -275,5 +306,13 @@ class PlasticityCheck:
                 "freeze_steps": grid, "rows": rows, "verdict": v, "notes": self.notes}
 
 
+S5 = StageCheck("S5", "decomposition is hyper-parameter sensitive: weight decay and the final learning rate"
+                " change when (and whether) it is solved; failing runs stall in a stage",
+                {"wd 0": {"variant": "decomposition", "hops": 2, "overrides": {"wd": 0.0}, "lr_final_fraction": 0.0},
+                 "wd 0.01": {"variant": "decomposition", "hops": 2, "overrides": {"wd": 0.01}, "lr_final_fraction": 0.0},
+                 "wd 0.1": {"variant": "decomposition", "hops": 2, "overrides": {"wd": 0.1}, "lr_final_fraction": 0.0},
+                 "wd 0.1, final lr / 10": {"variant": "decomposition", "hops": 2, "overrides": {"wd": 0.1},
+                                           "lr_final_fraction": 0.1}},
+                _s5, notes="h = 2 (the cheapest decomposition); cosine schedules; decay as the size's decay reading.")
 S6 = PlasticityCheck()
-STAGE_CHECKS = (S1, S2, S3, S4, S6)
+STAGE_CHECKS = (S1, S2, S3, S4, S5, S6)

@@ -103,3 +103,42 @@ def test_s6_windows_from_stored_branches(tmp_path):
     assert rows["embedding: window length (steps)"] == 0 and rows["layer0: window length (steps)"] == 3 * every
     assert rows["Transformer layers with a window at least the embedding's (fraction)"] == 1.0
     assert res["verdict"].startswith("reproduced") and s6.missing("cpu", store) == 0
+
+
+def _s5_store(tmp_path, c_by_setting):
+    store = RunStore(tmp_path)
+    for (name, _, s), cfg in CHECKS["S5"].configs("cpu").items():
+        t_c = c_by_setting[name]
+        b = rise(t_c, 0.5) if t_c is not None else np.full(len(STEPS), 0.5)     # never: B stays flat at 0.5
+        save(store, cfg, {"event_a": rise(200, 0.2), "event_b": b, "event_c": rise(t_c, 0.05)})
+    return store
+
+
+def test_s5_sees_sensitivity_and_stalled_failures(tmp_path):
+    store = _s5_store(tmp_path, {"wd 0": None, "wd 0.01": 1000, "wd 0.1": 500, "wd 0.1, final lr / 10": 600})
+    res = CHECKS["S5"].run("cpu", store, train=False)
+    rows = {r["value"].split(" (")[0]: r for r in res["rows"]}
+    end = CHECKS["S5"].configs("cpu")[("wd 0", 0, 0)].steps
+    assert rows["C time, slowest / fastest setting"]["measured"] == pytest.approx(end / 500)
+    assert rows["runs that never complete C and stall"]["measured"] == 1.0
+    assert res["verdict"].startswith("reproduced")
+    cfg = CHECKS["S5"].configs("cpu")[("wd 0.1, final lr / 10", 0, 0)]
+    assert cfg.lr_schedule == "cosine" and cfg.lr_at(cfg.steps) == pytest.approx(cfg.lr / 10)
+
+
+def test_s5_insensitive_runs_are_not_reproduced(tmp_path):
+    store = _s5_store(tmp_path, dict.fromkeys(("wd 0", "wd 0.01", "wd 0.1", "wd 0.1, final lr / 10"), 500))
+    res = CHECKS["S5"].run("cpu", store, train=False)
+    stall = [r for r in res["rows"] if r["value"].startswith("runs that never")][0]
+    assert stall["paper"] is None and res["verdict"].startswith("not reproduced")
+
+
+def test_cosine_lr_final_is_validated():
+    from critwin.empirical import TrainConfig
+    with pytest.raises(ConfigError, match="lr_final"):
+        TrainConfig(lr_final=1e-4)                                  # constant schedule
+    with pytest.raises(ConfigError, match="lr_final"):
+        TrainConfig(lr=1e-3, lr_schedule="cosine", lr_final=2e-3)   # above lr
+    c = TrainConfig(lr=1e-3, lr_schedule="cosine", lr_final=1e-4, steps=100)
+    assert c.lr_at(0) == pytest.approx(1e-3) and c.lr_at(100) == pytest.approx(1e-4)
+    assert TrainConfig(lr_schedule="cosine").run_id() == "38a0a82eeaf70f86"    # the id it had before lr_final
