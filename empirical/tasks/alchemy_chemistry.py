@@ -130,6 +130,16 @@ COMPLETE_GRAPH = 0
 
 
 # ----------------------------------------------------------------------------- chemistry
+@lru_cache(maxsize=None)
+def _perceived(stone_map: int, rotation: int, latent: tuple) -> tuple[int, int, int]:
+    """Chemistry.perceived, once per (stone map, rotation, stone): 256 values in all."""
+    aligned = np.asarray(latent) * np.asarray(corner(stone_map))
+    p = np.linalg.solve(ROTATIONS[rotation], aligned)
+    r = np.rint(p)
+    assert np.allclose(p, r, atol=1e-9)
+    return tuple(int(v) for v in r)
+
+
 @dataclass(frozen=True)
 class Chemistry:
     """One chemistry: indices of its potion map, stone map, graph and rotation."""
@@ -188,11 +198,7 @@ class Chemistry:
 
     def perceived(self, latent) -> tuple[int, int, int]:
         """Perceived feature coordinates of a latent stone (each in -1, 0, 1)."""
-        aligned = np.asarray(latent) * np.asarray(self.stone_signs)
-        p = np.linalg.solve(ROTATIONS[self.rotation], aligned)
-        r = np.rint(p)
-        assert np.allclose(p, r, atol=1e-9)
-        return tuple(int(v) for v in r)
+        return _perceived(self.stone_map, self.rotation, tuple(int(v) for v in latent))
 
     def apply(self, latent, potion: str) -> tuple[int, int, int]:
         """The latent stone after the potion (unchanged when the edge is absent or the stone is
