@@ -122,3 +122,18 @@ def test_last_token_head_equals_the_full_sequence_computation(norm, layers):
             assert (a is None or not a.abs().sum()) and (b is None or not b.abs().sum())
         else:
             torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_attention_with_dropout_takes_the_explicit_path_and_agrees():
+    """Training with dropout uses an explicit masked softmax (torch's fused kernels are slow
+    with dropout); with a vanishing dropout rate it gives what the fused kernel gives."""
+    torch.manual_seed(2)
+    m = Transformer(ModelConfig(d=16, heads=2, layers=2, dropout=0.1), vocab_size=20, seq_len=9, n_out=11)
+    for mod in m.modules():
+        if isinstance(mod, torch.nn.Dropout):
+            mod.p = 1e-12
+    x, lengths = torch.randint(0, 20, (4, 9)), torch.tensor([9, 3, 6, 1])
+    explicit = m.train()(x, lengths)
+    fused = m.eval()(x, lengths)
+    torch.testing.assert_close(explicit, fused, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(m.train()(x, all_positions=True), m.eval()(x, all_positions=True), rtol=1e-5, atol=1e-6)

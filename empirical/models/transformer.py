@@ -99,13 +99,17 @@ class Attention(nn.Module):
         def split(t):
             return t.view(B, t.shape[1], h, D // h).transpose(1, 2)
         k, v = split(self.k(x)), split(self.v(x))
-        p = self.drop.p if self.training else 0.0
         if rows is None:
-            out = F.scaled_dot_product_attention(split(self.q(x)), k, v, dropout_p=p, is_causal=True)
+            q, sees = split(self.q(x)), torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
         else:
-            sees = torch.arange(T, device=x.device) <= rows[:, None]
             q = split(self.q(x[torch.arange(B, device=x.device), rows].unsqueeze(1)))
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=sees[:, None, None, :], dropout_p=p)
+            sees = (torch.arange(T, device=x.device) <= rows[:, None])[:, None, None, :]
+        if self.training and self.drop.p > 0:   # torch's fused kernels fall back to a slower path with dropout
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(D // h)
+            out = self.drop(att.masked_fill(~sees, float("-inf")).softmax(-1)) @ v
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=None if rows is None else sees,
+                                                 is_causal=rows is None)
         return self.o(out.transpose(1, 2).reshape(B, -1, D))
 
 
