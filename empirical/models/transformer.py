@@ -100,16 +100,17 @@ class Attention(nn.Module):
             return t.view(B, t.shape[1], h, D // h).transpose(1, 2)
         k, v = split(self.k(x)), split(self.v(x))
         if rows is None:
-            q, sees = split(self.q(x)), torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            q, sees = split(self.q(x)), None
         else:
             q = split(self.q(x[torch.arange(B, device=x.device), rows].unsqueeze(1)))
             sees = (torch.arange(T, device=x.device) <= rows[:, None])[:, None, None, :]
         if self.training and self.drop.p > 0:   # torch's fused kernels fall back to a slower path with dropout
+            if sees is None:
+                sees = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
             att = (q @ k.transpose(-2, -1)) / math.sqrt(D // h)
             out = self.drop(att.masked_fill(~sees, float("-inf")).softmax(-1)) @ v
         else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=None if rows is None else sees,
-                                                 is_causal=rows is None)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=sees, is_causal=sees is None)
         return self.o(out.transpose(1, 2).reshape(B, -1, D))
 
 
