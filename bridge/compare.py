@@ -52,10 +52,8 @@ OBSERVED_METHODS = ("recipe_run", "memorization")   # need the stored runs, not 
 def memorization_edge(memo: pd.DataFrame, reading: str, gamma: float) -> dict:
     """The hypothesis that a window opens once the training set is fitted: t1 = the mean
     memorization step of the stored runs of this reading and gamma (nan when none), no t2."""
-    mine = memo[(memo.reading == reading) & np.isclose(memo.gamma, gamma)] if len(memo) else memo
-    vals = mine.value.dropna() if len(mine) else pd.Series(dtype=float)
-    return {"t1_steps": float(vals.mean()) if len(vals) else float("nan"), "t2_steps": float("nan"),
-            "runs": int(len(vals))}
+    vals = memo.value[(memo.reading == reading) & np.isclose(memo.gamma, gamma)].dropna()
+    return {"t1_steps": float(vals.mean()) if len(vals) else float("nan"), "t2_steps": float("nan")}
 
 
 def predicted_windows(s: th.StylisedSetting, methods=("recipe", "reduced"), **kw) -> dict:
@@ -83,8 +81,9 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
     theory_options.setdefault("targets", "permutation")   # the Transformer's task
     summ = load_summaries(store, on_corrupt)
     table = onset_outcomes(summ, metric)
-    memo = (observed_times(store, "memorization", on_corrupt=on_corrupt) or {None: pd.DataFrame()}).popitem()[1] \
-        if "memorization" in methods else None
+    if "memorization" in methods:     # one table, or none for an empty store
+        memo = next(iter(observed_times(store, "memorization", on_corrupt=on_corrupt).values()),
+                    pd.DataFrame(columns=["gamma", "value", "reading"]))
     rows = []
     for (reading, gamma, width, lam), grp in table.groupby(["reading", "gamma", "wd_width", "wd_value"]):
         if (gammas is not None and not np.any(np.isclose(gamma, gammas))) or grp.onset.nunique() < 2:

@@ -209,6 +209,9 @@ def _s4(store, cfgs, size):
                         [_spearman_with_censoring(hops, t_c, end)] if ok else [float("nan")], 1.0, 0.2)]
 
 
+STALL_RANGE = 0.05    # S5: a curve that moves less than this over the last half of training has stalled
+
+
 def _s5(store, cfgs, size):
     """Per setting the C time (never = end); the spread across settings, and whether the runs
     that never complete C stall: the last stage they complete is followed by a flat curve."""
@@ -224,7 +227,7 @@ def _s5(store, cfgs, size):
             if not np.isfinite(t["event_c"]):
                 done = [m for m in ("event_a", "event_b") if np.isfinite(t[m])]
                 after = curves[nxt[done[-1]] if done else "event_a"].dropna()
-                late = after[after.index >= after.index.max() / 2] if len(after) else after
+                late = after[after.index >= after.index.max() / 2]
                 stalls.append(float(len(late) > 1 and np.ptp(late.to_numpy()) < STALL_RANGE))
         rows.append(_row(f"{name}: step C completes (nan: never)", t_c.get(name, []), None))
     med = [np.median(np.where(np.isnan(v), end, v)) for v in t_c.values()]
@@ -235,8 +238,6 @@ def _s5(store, cfgs, size):
                      " fraction)", stalls, 1.0 if stalls else None, 0.0))
     return rows
 
-
-STALL_RANGE = 0.05
 
 S1 = StageCheck("S1", "withheld pair: three stages - A first, then exact-given-half, then the correct half;"
                 " P(B|A) dips to ~0.38 on the way", {"withheld": {"variant": "withheld"}}, _s1)

@@ -18,7 +18,7 @@ def test_block_equals_torch_encoder_layer(norm, act):
     same weights (norm_first = pre-LN)."""
     torch.manual_seed(0)
     c = ModelConfig(d=32, heads=4, mlp_ratio=2, norm=norm, activation=act)
-    ours = Block(c, 7).eval()
+    ours = Block(c).eval()
     ref = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, activation=act, batch_first=True,
                                            norm_first=norm == "pre").eval()
     with torch.no_grad():

@@ -83,8 +83,13 @@ class ModelConfig:
         return asdict(self)
 
 
+def at_rows(x, rows):
+    """x (B, T, D) at one position per sequence, rows (B,): (B, 1, D)."""
+    return x[torch.arange(len(x), device=x.device), rows].unsqueeze(1)
+
+
 class Attention(nn.Module):
-    def __init__(self, c: ModelConfig, seq_len: int):
+    def __init__(self, c: ModelConfig):
         super().__init__()
         self.heads = c.heads
         self.q, self.k, self.v, self.o = (nn.Linear(c.d, c.d) for _ in range(4))
@@ -102,7 +107,7 @@ class Attention(nn.Module):
         if rows is None:
             q, sees = split(self.q(x)), None
         else:
-            q = split(self.q(x[torch.arange(B, device=x.device), rows].unsqueeze(1)))
+            q = split(self.q(at_rows(x, rows)))
             sees = (torch.arange(T, device=x.device) <= rows[:, None])[:, None, None, :]
         if self.training and self.drop.p > 0:   # torch's fused kernels fall back to a slower path with dropout
             if sees is None:
@@ -115,10 +120,10 @@ class Attention(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, c: ModelConfig, seq_len: int):
+    def __init__(self, c: ModelConfig):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(c.d), nn.LayerNorm(c.d)
-        self.attn = Attention(c, seq_len)
+        self.attn = Attention(c)
         act = nn.GELU() if c.activation == "gelu" else nn.ReLU()
         self.mlp = nn.Sequential(nn.Linear(c.d, c.mlp_ratio * c.d), nn.Sequential(act, nn.Dropout(c.dropout)),
                                  nn.Linear(c.mlp_ratio * c.d, c.d))
@@ -127,7 +132,7 @@ class Block(nn.Module):
 
     def forward(self, x, rows=None):
         """(B, T, D), or with rows (B,) the output at those positions only, (B, 1, D)."""
-        here = x if rows is None else x[torch.arange(len(x), device=x.device), rows].unsqueeze(1)
+        here = x if rows is None else at_rows(x, rows)
         if self.post:
             x = self.ln1(here + self.drop(self.attn(x, rows)))
             return self.ln2(x + self.drop(self.mlp(x)))
@@ -146,7 +151,7 @@ class Transformer(nn.Module):
             self.pos = None
             self.register_buffer("pos_table", sinusoidal_positions(seq_len, c.d))
         self.drop = nn.Dropout(c.dropout)
-        self.blocks = nn.ModuleList(Block(c, seq_len) for _ in range(c.layers))
+        self.blocks = nn.ModuleList(Block(c) for _ in range(c.layers))
         self.ln_f = nn.LayerNorm(c.d) if c.norm == "pre" else nn.Identity()   # post-LN ends normalised
         self.unembed = nn.Linear(c.d, n_out or vocab_size, bias=c.head_bias)   # n_out: a class head
         self.reset_parameters()
