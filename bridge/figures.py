@@ -373,3 +373,24 @@ def plot_predicted_stages(results: list[dict], path) -> Path:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
     return _save(fig, path)
+
+
+def plot_arrival(table, holdout, level: float, path) -> Path:
+    """Final OOD against the onset and against the norm ratio (arrival / end), each run a dot
+    coloured by gamma, with each feature's threshold fitted at one gamma (dashed)."""
+    feats = ("onset", "norm_ratio")
+    fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.8))
+    for ax, feat in zip(axes, feats):
+        for i, (gamma, g) in enumerate(table.groupby("gamma")):
+            ax.plot(g[feat], g.final_ood, "o", ms=4, alpha=0.75, color=f"C{i}", label=f"gamma {gamma:g}")
+        t = holdout[holdout.feature == feat].threshold
+        if len(t) and np.isfinite(t.iloc[0]):
+            ax.axvline(t.iloc[0], color="0.3", ls="--", lw=1)
+        ax.axhline(level, color="0.6", lw=1)
+        if feat == "onset":
+            ax.set_xscale("symlog", linthresh=100)
+            ax.set_xlim(left=-10)
+        ax.set(xlabel=feat.replace("_", " "), ylabel="final OOD accuracy")
+    axes[0].legend(fontsize=8)
+    axes[1].set_title("arrival norm / norm at the window's end", fontsize=9)
+    return _save(fig, path)

@@ -98,3 +98,82 @@ def state_table(runs: pd.DataFrame, steps, match=None) -> pd.DataFrame:
                     float(np.mean(vals)) if vals else float("nan")
             rows.append(rec)
     return pd.DataFrame(rows)
+
+
+ARRIVAL_FEATURES = ("onset", "arrival_norm", "norm_ratio")
+
+
+def _series(g: pd.DataFrame, split: str, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    s = g[(g.split == split) & (g.metric == metric)].sort_values("step")
+    return s.step.to_numpy(), s.value.to_numpy()
+
+
+def arrival_table(runs: pd.DataFrame, mem_level: float = 0.9) -> pd.DataFrame:
+    """Per run with one decay window: the decayed weight norm when the penalty meets a
+    memorised model and the norm it has brought it to by the window's end.
+
+    Memorisation: first evaluation with train accuracy >= mem_level. Arrival: the first
+    evaluation at or after max(onset, memorisation), i.e. the penalty's first contact with a
+    fitted model (when the window opens first, the model memorises under it). norm_ratio =
+    arrival_norm / end_norm: how far the penalty must shrink the memorised solution.
+    """
+    from ..theory.optimizers import crossing_step
+    if runs.empty:
+        return pd.DataFrame()
+    cfg = runs.drop_duplicates("run_id").set_index("run_id")
+    cfg = cfg[cfg.wd_window_start.notna()]
+    rows = []
+    for rid, g in runs[runs.run_id.isin(cfg.index)].groupby("run_id"):
+        c = cfg.loc[rid]
+        st, tacc = _series(g, "train", "acc")
+        ns, norm = _series(g, "model", "weight_norm")
+        _, ood = _series(g, "ood", "acc")
+        if not len(norm) or not len(ood):
+            continue
+        on, end = float(c.wd_window_start), float(c.wd_window_start + c.wd_width)
+        mem = crossing_step(st, tacc, mem_level)
+        after = ns >= max(on, mem) if np.isfinite(mem) else np.zeros(len(ns), bool)
+        inside = ns <= end
+        arrive = float(norm[after][0]) if after.any() and ns[after][0] <= end else float("nan")
+        end_norm = float(norm[inside][-1])
+        rows.append({"run_id": rid, "reading": c.reading, "gamma": float(c.gamma), "wd_value": float(c.wd_value),
+                     "width": float(c.wd_width), "onset": on, "task_seed": int(c.task_seed), "seed": int(c.seed),
+                     "memorization_step": mem, "arrival_norm": arrive, "end_norm": end_norm,
+                     "norm_ratio": arrive / end_norm if end_norm > 0 else float("nan"),
+                     "final_ood": float(ood[-1])})
+    return pd.DataFrame(rows)
+
+
+def fit_threshold(x: np.ndarray, success: np.ndarray) -> tuple[float, float]:
+    """The threshold t for the rule 'x >= t succeeds' with the highest accuracy on (x, success)
+    (midpoints between sorted values, ties to the lowest t); returns (t, accuracy)."""
+    x, success = np.asarray(x, float), np.asarray(success, bool)
+    keep = np.isfinite(x)
+    x, success = x[keep], success[keep]
+    if not len(x):
+        return float("nan"), float("nan")
+    u = np.unique(x)
+    cands = np.concatenate([[u[0] - 1.0], (u[:-1] + u[1:]) / 2, [u[-1] + 1.0]])
+    acc = np.array([np.mean((x >= t) == success) for t in cands])
+    best = int(np.argmax(acc))
+    return float(cands[best]), float(acc[best])
+
+
+def threshold_holdout(table: pd.DataFrame, fit_gamma: float, level: float = 0.5,
+                      features=ARRIVAL_FEATURES) -> pd.DataFrame:
+    """For each feature: the threshold fitted on the rows at fit_gamma ('feature >= t' <=>
+    final OOD >= level), and its accuracy on every gamma (the others held out). Rows are runs
+    (`arrival_table`) or cell means with the same columns."""
+    fit = table[np.isclose(table.gamma, fit_gamma)]
+    if fit.empty:
+        raise ConfigError("fit_gamma", fit_gamma, "a gamma present in the table: "
+                          + ", ".join(f"{g:g}" for g in sorted(table.gamma.unique())))
+    rows = []
+    for feat in features:
+        t, _ = fit_threshold(fit[feat], fit.final_ood >= level)
+        for gamma, g in table.groupby("gamma"):
+            ok = np.isfinite(g[feat].to_numpy(float))
+            hit = (g[feat][ok] >= t) == (g.final_ood[ok] >= level)
+            rows.append({"feature": feat, "threshold": t, "gamma": float(gamma), "held_out": not np.isclose(gamma, fit_gamma),
+                         "n": int(ok.sum()), "accuracy": float(hit.mean()) if ok.any() else float("nan")})
+    return pd.DataFrame(rows)

@@ -329,3 +329,54 @@ def test_mechanism_table_reads_each_variant_at_the_nearest_evaluation(tmp_path, 
     assert pd.read_csv(tmp_path / "m.csv").shape[0] == 6
     assert main(["bridge", "mechanism", "--store", str(store.root), "--match", "nothing like this"]) == 0
     assert "no runs matching" in capsys.readouterr().out
+
+
+def _curve_run(store, gamma: float, onset: int, norms: list, train_acc: list, ood: float):
+    """A run of 100 steps (evaluations every 20) with hand-set curves and one window [onset, onset + 40)."""
+    from critwin.empirical import Run
+    cfg = TrainConfig(model=ModelConfig(d=16, gamma=gamma), steps=100, batch_size=32, eval_every=20,
+                      wd_windows=((float(onset), float(onset + 40), 0.5),), decay_form="l2",
+                      decay_set="non_embedding")
+    steps = [0, 20, 40, 60, 80, 100]
+    rows = [(s, "model", "weight_norm", n) for s, n in zip(steps, norms)]
+    rows += [(s, "train", "acc", a) for s, a in zip(steps, train_acc)]
+    rows += [(s, "ood", "acc", 0.1 if s < 100 else ood) for s in steps]
+    metrics = pd.DataFrame(rows, columns=["step", "split", "metric", "value"])
+    store.save(Run(cfg.resolved(), metrics, {"status": "complete", "final": {"ood_acc": ood}}, {}))
+
+
+def test_arrival_norms_and_the_held_out_threshold(tmp_path, capsys):
+    """Arrival = norm at the first evaluation >= max(onset, memorisation), end = the last at or
+    before the window's end; the threshold rule is fitted at one gamma and scored on the others."""
+    from critwin.bridge.mechanism import arrival_table, fit_threshold
+    from critwin.empirical import RunStore, load_runs
+    store = RunStore(tmp_path / "s")
+    fit = [0.2, 0.6, 0.95, 1.0, 1.0, 1.0]                       # memorised at step 40
+    _curve_run(store, 0.8, 0, [10, 9, 8, 6, 5, 5], fit, 0.2)      # arrives at 40 (norm 8), ends 40 (8): ratio 1
+    _curve_run(store, 0.8, 60, [10, 20, 30, 40, 10, 9], fit, 0.9)  # arrives at 60 (40), ends 100 (9)
+    _curve_run(store, 0.5, 0, [10, 30, 9, 9, 9, 9], [0.2, 0.95, 1, 1, 1, 1], 0.9)   # memorised at 20 (30), ends 40 (9)
+    _curve_run(store, 0.5, 20, [10, 11, 12, 10, 10, 10], fit, 0.2)   # memorised at 40 (12), ends 60 (10)
+    table = arrival_table(load_runs(store.root)).set_index(["gamma", "onset"])
+    assert table.loc[(0.8, 0.0)].memorization_step == 40
+    assert (table.loc[(0.8, 0.0)].arrival_norm, table.loc[(0.8, 0.0)].end_norm) == (8, 8)
+    assert (table.loc[(0.8, 60.0)].arrival_norm, table.loc[(0.8, 60.0)].end_norm) == (40, 9)
+    assert table.loc[(0.5, 0.0)].norm_ratio == pytest.approx(30 / 9)
+    assert table.loc[(0.5, 20.0)].norm_ratio == pytest.approx(12 / 10)
+    # brute force: the best rule 'x >= t' over every observed value as t (and t above all)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        x, ok = rng.normal(size=9), rng.random(9) < 0.5
+        best = max(np.mean((x >= t) == ok) for t in [*x, np.inf])
+        t, acc = fit_threshold(x, ok)
+        assert acc == pytest.approx(best) and np.mean((x >= t) == ok) == pytest.approx(best)
+    assert main(["bridge", "arrival", "--store", str(store.root), "--fit-gamma", "0.8", "--json", "--no-figure"]) == 0
+    hold = {(h["feature"], h["gamma"]): h for h in json.loads(capsys.readouterr().out)["holdout"]}
+    # both features separate gamma 0.8 (thresholds 30 steps, ratio 2.72); at the held-out gamma 0.5 the
+    # onset-0 run composes (ratio 3.33) and the onset-20 run does not (1.2): the ratio is right twice
+    assert hold[("onset", 0.8)]["accuracy"] == 1 and not hold[("onset", 0.8)]["held_out"]
+    assert hold[("onset", 0.8)]["threshold"] == 30 and hold[("norm_ratio", 0.8)]["threshold"] == pytest.approx((1 + 40 / 9) / 2)
+    assert hold[("onset", 0.5)]["accuracy"] == 0.5 and hold[("onset", 0.5)]["held_out"]
+    assert hold[("norm_ratio", 0.5)]["accuracy"] == 1
+    from critwin.bridge.mechanism import threshold_holdout
+    with pytest.raises(ConfigError, match="fit_gamma"):
+        threshold_holdout(arrival_table(load_runs(store.root)), 1.3)
