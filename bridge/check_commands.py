@@ -31,7 +31,7 @@ def cmd_check(args):
     store = RunStore(args.store)
     if not args.train and any(hasattr(CHECKS[i], "configs") for i in ids):
         store.require()
-    ex = make_executor(args.executor, args.workers, args.scheduler)
+    ex = make_executor(args.executor, args.workers, args.scheduler, args.pack)
     results, text = [], []
     try:
         for i in ids:

@@ -34,7 +34,8 @@ DEMO_WD = 4e-3 / 3e-3
 
 
 def demo(steps: int = 4000, width: int = 1000, wd: float = DEMO_WD, gamma: float = 0.8, seeds: int = 2,
-         store="runs", out="critwin-out", workers: int | None = 2, quiet: bool = False) -> dict:
+         store="runs", out="critwin-out", workers: int | None = 2, quiet: bool = False,
+         pack: int | None = None) -> dict:
     for name, v, lo in (("seeds", seeds, 1), ("steps", steps, 2), ("width", width, 1)):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise ConfigError(name, v, f"a whole number >= {lo}")
@@ -65,7 +66,7 @@ def demo(steps: int = 4000, width: int = 1000, wd: float = DEMO_WD, gamma: float
     _say(f"[2/3] training {len(cfgs)} runs of {steps} steps ({len(plans)} schedules x {seeds} seeds,"
          f" decay {wd:g} in windows of {width}); stored runs are reused", quiet)
     rs = RunStore(store)
-    run_sweep(list(cfgs.values()), rs, LocalExecutor(workers), progress=not quiet)
+    run_sweep(list(cfgs.values()), rs, LocalExecutor(workers, pack), progress=not quiet)
     _say("[3/3] comparing predicted and observed", quiet)
     summ = load_summaries(store, on_corrupt="skip").set_index("run_id")
     rows = []
@@ -122,7 +123,7 @@ def render(res: dict) -> str:
 
 def cmd_demo(args):
     res = demo(args.steps, args.width, args.wd, args.gamma, args.seeds, args.store, args.out, args.workers,
-               quiet=args.json)
+               quiet=args.json, pack=args.pack)
     return res, render(res)
 
 
@@ -134,6 +135,7 @@ def register(p):
     p.add_argument("--gamma", type=float, default=0.8)
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--pack", type=int, default=None, help="train up to this many runs as one stacked model per worker")
     p.add_argument("--store", default="runs")
     p.add_argument("--out", default="critwin-out")
     p.add_argument("--json", action="store_true")

@@ -179,7 +179,7 @@ def cmd_phase(args):
                      args.width, args.steps, args.task_seeds, args.seeds, args.size)
     if not args.train and not Path(args.store).is_dir():
         raise ConfigError("store", args.store, "an existing run store folder (or drop --no-train)")
-    ex = make_executor(args.executor, args.workers, args.scheduler) if args.train else None
+    ex = make_executor(args.executor, args.workers, args.scheduler, args.pack) if args.train else None
     try:
         pm = measure(grid, RunStore(args.store), ex, args.train, not args.no_progress, args.threshold)
     finally:

@@ -219,7 +219,7 @@ def cmd_readings(args):
     if not args.train and not Path(args.store).is_dir():
         raise ConfigError("store", args.store, "an existing run store folder (or --train to create one)")
     store = RunStore(args.store)
-    ex = make_executor(args.executor, args.workers, args.scheduler) if args.train else None
+    ex = make_executor(args.executor, args.workers, args.scheduler, args.pack) if args.train else None
     try:
         res = measure(readings, rows, store, args.task_seeds, args.seeds, ex, args.train, not args.no_progress)
     finally:

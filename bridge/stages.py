@@ -271,7 +271,7 @@ def cmd_plasticity(args):
     store = RunStore(args.store)
     components = [c.strip() for c in args.component.split(",") if c.strip()]
     metrics = [m.strip() for m in args.metric.split(",") if m.strip()]
-    ex = make_executor(args.executor, args.workers, args.scheduler) if args.train else None
+    ex = make_executor(args.executor, args.workers, args.scheduler, args.pack) if args.train else None
     tables = []
     try:
         for comp in components:

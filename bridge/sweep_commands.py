@@ -16,6 +16,9 @@ def add_executor_args(p):
                    help="local process pool, a Dask scheduler (--scheduler), or a Dask LocalCluster")
     p.add_argument("--workers", type=int, default=None, help="worker processes (default: CPU cores)")
     p.add_argument("--scheduler", default=None, help="Dask scheduler address, e.g. tcp://host:8786")
+    p.add_argument("--pack", type=int, default=None,
+                   help="train up to this many compatible runs as one stacked model per worker (default: 64 on"
+                        " cuda, 1 on cpu, where packs of 8 are ~1.7x faster per run but round differently)")
 
 
 def _executor_args(p):
@@ -34,7 +37,7 @@ def _spec(args) -> SweepSpec:
 
 def cmd_run(args):
     configs = _spec(args).expand()         # every point validated before anything runs
-    ex = make_executor(args.executor, args.workers, args.scheduler)
+    ex = make_executor(args.executor, args.workers, args.scheduler, args.pack)
     t0 = time.perf_counter()
     try:
         res = run_sweep(configs, RunStore(args.store), ex, args.retry_failed, not args.no_progress)
@@ -52,7 +55,7 @@ def cmd_edge(args):
     base = {**base, **SweepSpec().with_sets(args.set).base}
     if args.param == "wd_window_start":       # an onset search: one window of --width at --wd
         base.update(wd=args.wd, wd_width=args.width)
-    ex = make_executor(args.executor, args.workers, args.scheduler)
+    ex = make_executor(args.executor, args.workers, args.scheduler, args.pack)
     try:
         out = find_edge(base, args.param, args.lo, args.hi, args.resolution, args.threshold,
                         range(args.seeds), args.metric, RunStore(args.store), ex, not args.no_progress)

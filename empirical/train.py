@@ -183,7 +183,14 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
             checkpoints[step + 1] = training_state(cfg, step + 1, model, opt, gen, perm, ptr, rows, last)
         bar.update(1)
     bar.close()
-    wall = time.perf_counter() - t0
+    return finish_run(cfg, data, rows, last, status, error, time.perf_counter() - t0,
+                      sum(p.numel() for p in model.parameters()), checkpoints)
+
+
+def finish_run(cfg: TrainConfig, data, rows: list, last: dict, status: str, error: str | None, wall: float,
+               n_parameters: int, checkpoints: dict | None = None, extra: dict | None = None) -> Run:
+    """The Run of a finished training: tidy metrics, summary (status, reach steps, timing,
+    final metrics) and environment."""
     metrics = pd.DataFrame(rows, columns=["step", "split", "metric", "value"])
     metrics["step"] = metrics["step"].astype("int64")
     reach = {}
@@ -194,9 +201,9 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
             reach[f"{split}_reach_step"] = int(hit.step.iloc[0]) if len(hit) else None   # None: censored
     summary = {"status": status, "error": error, "steps_done": int(metrics["step"].max()), **reach,
                "wall_seconds": wall, "seconds_per_step": wall / max(1, int(metrics["step"].max())),
-               "final": last, "n_parameters": sum(p.numel() for p in model.parameters()),
-               "task_info": {k: v for k, v in data.info.items() if k in ("chance", "id_modulus")}}
-    return Run(cfg.resolved(), metrics, summary, environment(cfg.device), checkpoints)
+               "final": last, "n_parameters": n_parameters,
+               "task_info": {k: v for k, v in data.info.items() if k in ("chance", "id_modulus")}, **(extra or {})}
+    return Run(cfg.resolved(), metrics, summary, environment(cfg.device), checkpoints or {})
 
 
 def training_state(cfg: TrainConfig, step: int, model, opt, gen, perm, ptr: int, rows: list, last: dict) -> bytes:

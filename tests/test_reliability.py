@@ -31,7 +31,7 @@ def _no_training(monkeypatch):
     import critwin.bridge.train_commands as tc
     import critwin.empirical.sweep.runner as runner
     monkeypatch.setattr(tc, "train", boom)
-    monkeypatch.setattr(runner, "run_config", boom)
+    monkeypatch.setattr(runner, "run_pack", boom)
 
 
 # 1. a store that cannot be written fails before any training ------------------------------

@@ -74,8 +74,11 @@ def _bounded(submit, items, in_flight: int, wait_some):
                 pending[submit(nxt)] = nxt
 
 
-def lost_result(item) -> dict:
-    """What a run lost with a dead worker comes back as: a failure (retry it with --retry-failed)."""
+def lost_result(item):
+    """What a run lost with a dead worker comes back as: a failure (retry it with --retry-failed);
+    a pack (a list of items) comes back as a list of them."""
+    if isinstance(item, list):
+        return [lost_result(x) for x in item]
     config = item[0] if isinstance(item, tuple) else item
     return {"config": config, "error": "the worker process died during this run or beside it (killed, e.g. out of"
                                        " memory); the pool was restarted for the other runs", "traceback": ""}
@@ -111,14 +114,36 @@ def run_config(item) -> dict:
                 "traceback": traceback.format_exc()}
 
 
+def run_pack(items: list) -> list[dict]:
+    """Worker task: train a pack of resolved configs as one stacked model (empirical/engine.py),
+    or a pack of one as `run_config` does; one result per config, never raises."""
+    from ..config import TrainConfig
+    from ..engine import train_pack
+    if len(items) == 1:
+        return [run_config(items[0])]
+    try:
+        _one_thread()
+        runs = train_pack([TrainConfig.from_dict(c) for c in items], progress=False, on_steps=_report_steps)
+        return [{"config": c, "run": r} for c, r in zip(items, runs)]
+    except Exception as e:  # noqa: BLE001 - failed runs are recorded, not raised
+        return [{"config": c, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+                for c in items]
+
+
+def _pack_size(pack):
+    if pack is not None and (isinstance(pack, bool) or not isinstance(pack, int) or pack < 1):
+        raise ConfigError("pack", pack, "a positive number of runs trained as one stacked model, or None")
+    return pack
+
+
 class LocalExecutor:
     """A process pool; workers = 1 runs in this process (no pickling, easy debugging)."""
 
-    def __init__(self, workers: int | None = None):
+    def __init__(self, workers: int | None = None, pack: int | None = None):
         workers = (os.cpu_count() or 1) if workers is None else workers
         if workers < 1:
             raise ConfigError("workers", workers, "a positive number of worker processes")
-        self.workers = workers
+        self.workers, self.pack = workers, _pack_size(pack)
 
     def imap(self, fn, items, on_steps=None):
         """Results as they finish; on_steps(n), if given, hears the training steps done inside
@@ -165,7 +190,8 @@ class LocalExecutor:
 class DaskExecutor:
     """dask.distributed: `address` of a running scheduler, or a LocalCluster of `workers`."""
 
-    def __init__(self, address: str | None = None, workers: int | None = None):
+    def __init__(self, address: str | None = None, workers: int | None = None, pack: int | None = None):
+        self.pack = _pack_size(pack)
         try:
             from dask.distributed import Client, LocalCluster
         except ImportError:  # pragma: no cover - dask is a dependency
@@ -177,10 +203,15 @@ class DaskExecutor:
             address = self.cluster
         self.client = Client(address)
 
+    @property
+    def workers(self) -> int:
+        """Worker threads on the cluster now (one run or pack each)."""
+        return max(1, sum(self.client.nthreads().values()))
+
     def imap(self, fn, items, on_steps=None):
         """Results as they finish (on_steps is not reported from Dask workers)."""
         from dask.distributed import wait as dask_wait
-        n = max(1, sum(self.client.nthreads().values()))
+        n = self.workers
 
         def wait_some(pending):
             done, rest = dask_wait(list(pending), return_when="FIRST_COMPLETED")
@@ -193,13 +224,15 @@ class DaskExecutor:
             self.cluster.close()
 
 
-def make_executor(kind: str = "local", workers: int | None = None, scheduler: str | None = None):
+def make_executor(kind: str = "local", workers: int | None = None, scheduler: str | None = None,
+                  pack: int | None = None):
+    """pack: members per stacked pack (empirical/engine.py); None: the default of the runs' device."""
     if kind not in EXECUTORS:
         raise ConfigError("executor", kind, "one of " + ", ".join(EXECUTORS))
     if kind == "local":
-        return LocalExecutor(workers)
+        return LocalExecutor(workers, pack)
     if kind == "dask":
         if not scheduler:
             raise ConfigError("scheduler", scheduler, "a Dask scheduler address (tcp://host:8786) with --executor dask")
-        return DaskExecutor(scheduler)
-    return DaskExecutor(None, workers)
+        return DaskExecutor(scheduler, pack=pack)
+    return DaskExecutor(None, workers, pack)

@@ -14,7 +14,8 @@ from ...errors import ConfigError, CorruptRunError
 from ..config import TrainConfig
 from ..environment import environment
 from ..store import Run, RunStore
-from .executors import LocalExecutor, run_config
+from ..engine import packs
+from .executors import LocalExecutor, run_pack
 
 
 @dataclass
@@ -66,8 +67,11 @@ def pending(configs, store: RunStore, retry_failed: bool = False):
 
 
 def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_failed: bool = False,
-              progress: bool = True) -> SweepResult:
-    """Train every config not yet in `store`; the store is written here, one run at a time."""
+              progress: bool = True, pack: int | None = None) -> SweepResult:
+    """Train every config not yet in `store`; the store is written here, one run at a time.
+    Compatible configs train as packs of up to `pack` members in one process (None: the
+    executor's pack, else the engine's default for their device; 1: each alone); each member
+    is stored as its own run, under the id it has alone."""
     store.ensure_writable()          # before any training: a store we cannot write loses the runs
     executor = executor or LocalExecutor()
     store.clean_stale()
@@ -76,37 +80,45 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
     held: set = set()
 
     def claimed():
-        """Configs as they are handed out: claimed now, skipped if another process has them."""
-        for c in todo:
-            rid = c.run_id()
-            if not store.claim(rid):
-                res.busy.append(rid)
-                bar.update(1)
-                continue
-            if rid not in damaged and store.status(rid) == "complete":   # finished elsewhere meanwhile
-                store.release(rid)
-                res.skipped.append(rid)
-                bar.update(1)
-                continue
-            held.add(rid)
-            if c.branch is None:
-                yield c.resolved()
-                continue
-            try:
-                yield c.resolved(), store.checkpoint(*c.branch_point())
-            except (ConfigError, CorruptRunError) as e:     # no source checkpoint: this run fails, others go on
-                store.save(failed_run(c.resolved(), str(e), ""), replace=rid in damaged)
-                store.release(rid)
-                held.discard(rid)
-                res.failed.append((rid, str(e)))
-                bar.update(1)
+        """Packs as they are handed out: each member claimed now, left out if another process
+        has it or it finished elsewhere meanwhile; a branch goes alone, with its checkpoint."""
+        size = pack if pack is not None else getattr(executor, "pack", None)
+        for group in packs(todo, size, getattr(executor, "workers", 1)):
+            items = []
+            for c in group:
+                rid = c.run_id()
+                if not store.claim(rid):
+                    res.busy.append(rid)
+                    bar.update(1)
+                    continue
+                if rid not in damaged and store.status(rid) == "complete":
+                    store.release(rid)
+                    res.skipped.append(rid)
+                    bar.update(1)
+                    continue
+                held.add(rid)
+                if c.branch is None:
+                    items.append(c.resolved())
+                    continue
+                try:
+                    items.append((c.resolved(), store.checkpoint(*c.branch_point())))
+                except (ConfigError, CorruptRunError) as e:     # no source checkpoint: this run fails, others go on
+                    store.save(failed_run(c.resolved(), str(e), ""), replace=rid in damaged)
+                    store.release(rid)
+                    held.discard(rid)
+                    res.failed.append((rid, str(e)))
+                    bar.update(1)
+            if items:
+                yield items
 
     bar = tqdm(total=len(configs), initial=len(skip), desc="sweep", unit="run", disable=not progress)
     bar.set_postfix(done=0, failed=0, remaining=len(todo))
     steps = tqdm(total=sum(c.steps for c in todo), desc="training steps", unit="step", disable=not progress,
                  position=1, leave=False, mininterval=1.0)
     try:
-        for out in executor.imap(run_config, claimed(), on_steps=steps.update if progress else None):
+        outs = (out for group in executor.imap(run_pack, claimed(), on_steps=steps.update if progress else None)
+                for out in group)
+        for out in outs:
             run = out.get("run") or failed_run(out["config"], out["error"], out.get("traceback", ""))
             rid = run.run_id
             store.save(run, replace=retry_failed or rid in damaged)

@@ -1,0 +1,241 @@
+"""Train many small models as one: the members of a pack stacked along a leading axis.
+
+A pack is a list of TrainConfigs that differ only in what `PACK_FREE` names (seeds, task
+instance, init scale, decay schedule and reading). `train_pack` trains them in one process
+as stacked weights: one forward and backward for all members under torch.func.vmap over
+the model of `models/transformer.py`, one optimizer step over the stacked tensors (AdamW and
+SGD act elementwise, so each member's slice steps as it would alone), decay as per-member
+factors. Each member comes back as its own Run, with the run id, metrics and status it would
+have had alone (float-level differences: batched matmuls round differently).
+"""
+from __future__ import annotations
+
+import copy
+import json
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.func import functional_call, vmap
+from tqdm.auto import tqdm
+
+from ..errors import ConfigError
+from .config import TrainConfig
+from .metrics import decay_mechanism
+from .store import Run
+from .train import _device, build_optimizer, eval_splits, finish_run, initial_model, log_metrics
+
+PACK_FREE = ("seed", "task_seed", "wd_windows", "decay_form", "decay_set")   # and the model's gamma
+PACK_TASKS = ("anchor_permutation", "anchor_shift", "modarith")               # fixed-shape classification
+
+
+def pack_key(cfg: TrainConfig) -> str | None:
+    """Configs with equal keys can train as one pack; None: this one trains alone (freezes,
+    branches, checkpoints, clipping, dropout, the second-moment intervention, or a task whose
+    examples vary in shape)."""
+    if (cfg.task not in PACK_TASKS or cfg.freeze or cfg.branch or cfg.checkpoints or cfg.clip is not None
+            or cfg.freeze_second_moment is not None or cfg.model.dropout > 0):
+        return None
+    d = cfg.resolved()
+    for k in PACK_FREE:
+        del d[k]
+    del d["model"]["gamma"]
+    return json.dumps(d, sort_keys=True)
+
+
+def packs(configs, size: int | None = None, workers: int = 1) -> list[list[TrainConfig]]:
+    """The configs grouped into packs of compatible members (equal `pack_key`), in their order
+    of first appearance: at most `size` members each (None: `default_pack_size` of their
+    device), and split evenly into at least `workers` packs where there are enough members,
+    so every worker gets one. A config that cannot be packed is a pack of one."""
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+        raise ConfigError("pack", size, "a positive number of members per pack, or None (the device's default)")
+    groups, alone = {}, []
+    for i, c in enumerate(configs):
+        key = pack_key(c)
+        if key is None:
+            alone.append((i, [c]))
+        else:
+            groups.setdefault(key, []).append((i, c))
+    out = list(alone)
+    for members in groups.values():
+        cap = size or default_pack_size(members[0][1].device)
+        k = max(-(-len(members) // cap), min(workers, len(members)))
+        for j in range(k):
+            part = members[j * len(members) // k:(j + 1) * len(members) // k]
+            out.append((part[0][0], [c for _, c in part]))
+    return [p for _, p in sorted(out, key=lambda t: t[0])]
+
+
+def default_pack_size(device: str) -> int:
+    """Members per pack when a sweep is not told: on a GPU 64 (one small model leaves it
+    idle); on a CPU 1, so a run's numbers stay bit-identical to training it alone (packs of 8
+    train ~1.7x faster per member on a CPU core, benchmarks/bench_engine.py; ask with --pack)."""
+    return 64 if device == "cuda" else 1
+
+
+class _Member:
+    """One member's own state beside the stacked weights: data, order, logs, status."""
+
+    def __init__(self, cfg: TrainConfig, data, device):
+        self.cfg, self.data = cfg, data
+        split = data.splits["train"]
+        if cfg.batch_size > len(split):
+            raise ConfigError("batch_size", cfg.batch_size, f"at most the {len(split)} training examples")
+        self.x = torch.as_tensor(split.inputs, device=device)
+        self.y = torch.as_tensor(split.targets, device=device)
+        self.gen = torch.Generator().manual_seed(cfg.seed)
+        self.perm, self.ptr = torch.randperm(len(self.y), generator=self.gen), 0
+        self.lam = cfg.schedule().value(np.arange(cfg.steps))
+        self.scored = eval_splits(cfg, data)
+        self.rows, self.last = [], {}
+        self.status, self.error = "complete", None
+
+    def next_batch(self) -> torch.Tensor:
+        B = self.cfg.batch_size
+        if self.ptr + B > len(self.y):
+            self.perm, self.ptr = torch.randperm(len(self.y), generator=self.gen), 0
+        idx = self.perm[self.ptr:self.ptr + B]
+        self.ptr += B
+        return idx
+
+
+def _stack(models, device) -> dict:
+    names = [n for n, _ in models[0].named_parameters()]
+    return {n: torch.stack([dict(m.named_parameters())[n].detach() for m in models]).to(device).requires_grad_()
+            for n in names}
+
+
+def _factors(members, template, form: str) -> dict:
+    """Per parameter name: (steps, E) decay coefficients of the members whose reading is
+    `form` and whose decayed set holds that parameter (0 elsewhere); names without any: left out."""
+    names = {id(p): n for n, p in template.named_parameters()}
+    out = {}
+    for e, m in enumerate(members):
+        if m.cfg.decay_form != form or not m.lam.any():
+            continue
+        for p in template.decayed_parameters(m.cfg.decay_set):
+            out.setdefault(names[id(p)], np.zeros((m.cfg.steps, len(members))))[:, e] = m.lam
+    return out
+
+
+def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) -> list[Run]:
+    """Train the configs of one pack (equal `pack_key`) as one stacked model; one Run each."""
+    if not cfgs:
+        return []
+    keys = {pack_key(c) for c in cfgs}
+    if None in keys or len(keys) > 1:
+        raise ConfigError("configs", [c.run_id() for c in cfgs],
+                          "configs that differ only in " + ", ".join(PACK_FREE) + " and gamma (see pack_key)")
+    cfg0 = cfgs[0]
+    device = _device(cfg0.device)
+    built = [initial_model(c) for c in cfgs]
+    members = [_Member(c, data, device) for c, (_, data) in zip(cfgs, built)]
+    if len({tuple(m.x.shape) for m in members}) > 1:
+        raise ConfigError("task_seed", [c.task_seed for c in cfgs], "task instances whose splits have one shape")
+    template = built[0][0].to(device)          # materialises one member at a time for the metrics
+    base = copy.deepcopy(template)             # the stacked forward: its weights come from `params`
+    for mod in base.modules():
+        if hasattr(mod, "explicit"):
+            mod.explicit = True
+    params = _stack([b[0] for b in built], device)
+    del built
+    E, steps = len(cfgs), cfg0.steps
+    opt = build_optimizer(cfg0, list(params.values()))
+    l2 = {n: torch.as_tensor(f, dtype=torch.float32, device=device) for n, f in _factors(members, template, "l2").items()}
+    dec = {n: torch.as_tensor(f, device=device) for n, f in _factors(members, template, "decoupled").items()}
+    X = torch.stack([m.x for m in members])
+    Y = torch.stack([m.y for m in members])
+    ar = torch.arange(E, device=device)[:, None]
+
+    def member_loss(p, xb, yb):
+        return F.cross_entropy(functional_call(base, p, (xb,)), yb)
+    losses_of = vmap(member_loss)
+    alive = [True] * E
+    for e, m in enumerate(members):
+        m.last = _log(template, params, opt, members, e, 0, 0.0, 0.0, None)
+    t0, done_steps = time.perf_counter(), 0
+    bar = tqdm(total=steps, desc=f"{cfg0.task} pack of {E}", unit="step", disable=not progress, leave=False,
+               mininterval=0.5)
+    for step in range(steps):
+        idx = torch.stack([m.next_batch() for m in members]).to(device)
+        losses = losses_of(params, X[ar, idx], Y[ar, idx])
+        finite = torch.isfinite(losses.detach()).tolist()
+        for e in range(E):
+            if alive[e] and not finite[e]:
+                alive[e] = False
+                members[e].status, members[e].error = "diverged", f"non-finite training loss at step {step}"
+        if not any(alive):
+            break
+        opt.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        lr = cfg0.lr_at(step)
+        if cfg0.lr_schedule != "constant":
+            for g in opt.param_groups:
+                g["lr"] = lr
+        evaluate = (step + 1) % cfg0.eval_every == 0 or step + 1 == steps
+        ce_sq = _ce_sq(members, params, template) if evaluate else None
+        with torch.no_grad():
+            for n, f in l2.items():
+                lam = f[step]
+                if bool(lam.any()):
+                    params[n].grad.add_(params[n] * lam.view(-1, *[1] * (params[n].dim() - 1)))
+            opt.step()
+            for n, f in dec.items():
+                lam = f[step]
+                if bool(lam.any()):
+                    shrink = (1.0 - lr * lam).to(torch.float32)
+                    params[n].mul_(shrink.view(-1, *[1] * (params[n].dim() - 1)))
+        if evaluate:
+            for e, m in enumerate(members):
+                if alive[e]:
+                    m.last = _log(template, params, opt, members, e, step + 1, lr, float(m.lam[step]), ce_sq[e])
+            if on_steps is not None:
+                on_steps((step + 1 - done_steps) * sum(alive))
+                done_steps = step + 1
+        bar.update(1)
+    bar.close()
+    wall = time.perf_counter() - t0
+    n_par = sum(p[0].numel() for p in params.values())
+    return [finish_run(m.cfg, m.data, m.rows, m.last, m.status, m.error, wall / E, n_par,
+                       extra={"pack": {"members": E, "wall_seconds": wall}}) for m in members]
+
+
+@torch.no_grad()
+def _ce_sq(members, params: dict, template) -> list[float]:
+    """Per member: the squared norm of its loss gradient over its decayed set (before any penalty)."""
+    names = {id(p): n for n, p in template.named_parameters()}
+    out = []
+    for e, m in enumerate(members):
+        sq = 0.0
+        for p in template.decayed_parameters(m.cfg.decay_set):
+            g = params[names[id(p)]].grad
+            if g is not None:
+                sq += float((g[e].double() ** 2).sum())
+        out.append(sq)
+    return out
+
+
+@torch.no_grad()
+def _log(template, params: dict, opt, members, e: int, step: int, lr: float, lam: float, ce_sq) -> dict:
+    """Member e's evaluation: its weights copied into the template model, then the single-run
+    metrics (and, after step 0, the decay mechanism read from its slice of the optimizer state)."""
+    m = members[e]
+    named = dict(template.named_parameters())
+    for n, p in named.items():
+        p.copy_(params[n][e])
+    mech = None
+    if step > 0:
+        state = {}
+        for n, p in named.items():
+            st = opt.state.get(params[n])
+            if st:
+                state[p] = {k: (v[e] if torch.is_tensor(v) and v.dim() > 0 else v) for k, v in st.items()}
+        view = SimpleNamespace(defaults=opt.defaults, state=state)
+        mech = decay_mechanism(view, template.decayed_parameters(m.cfg.decay_set), lr, lam, m.cfg.decay_form, ce_sq)
+    return log_metrics(template, m.scored, step, template.tok.weight.device, m.rows, mech)
+
+
+__all__ = ["PACK_FREE", "PACK_TASKS", "default_pack_size", "pack_key", "packs", "train_pack"]

@@ -1,0 +1,119 @@
+"""The batched engine: members trained as one stacked model match training each alone."""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from critwin.empirical import RunStore, TrainConfig, train
+from critwin.empirical.engine import pack_key, packs, train_pack
+from critwin.empirical.models import ModelConfig
+from critwin.empirical.sweep import LocalExecutor, run_sweep
+from critwin.errors import ConfigError
+
+BASE = TrainConfig(model=ModelConfig(d=16), steps=60, batch_size=32, eval_every=20)
+# Stated tolerance (relative). Every metric: 1e-4 (measured: losses and accuracies ~1e-7, weight
+# norms ~3e-6; batched matmuls round differently). Adam's gain and the effective shrink (lambda x
+# gain under l2): 0.25 (measured up to 0.12 and 7e-4): the gain averages lr / sqrt(v_hat) over entries whose exact gradient is 0
+# (the key bias: softmax ignores a constant shift; unused embedding rows), where v_hat is float
+# noise that differs between the two paths.
+TOL = {("optim", "adam_gain"): 0.25, ("optim", "effective_shrink"): 0.25}
+
+
+def assert_matches_alone(cfg, run):
+    alone = train(cfg, progress=False)
+    assert run.run_id == alone.run_id == cfg.run_id()
+    assert run.summary["status"] == alone.summary["status"]
+    a, b = alone.metrics, run.metrics
+    assert list(a[["step", "split", "metric"]].itertuples(index=False)) == \
+        list(b[["step", "split", "metric"]].itertuples(index=False))
+    for (split, metric), g in a.groupby(["split", "metric"]):
+        vb = b.value.to_numpy()[g.index]
+        rtol = TOL.get((split, metric), 1e-4)
+        assert np.allclose(vb, g.value, rtol=rtol, atol=1e-7, equal_nan=True), (split, metric)
+
+
+MIXED = [replace(BASE, seed=0),
+         replace(BASE, seed=1, task_seed=1, wd_windows=((10.0, 40.0, 0.5),), decay_form="l2", decay_set="non_embedding"),
+         replace(BASE, seed=2, wd_windows=((0.0, 60.0, 0.3),)).with_model(gamma=0.5),
+         replace(BASE, seed=3, wd_windows=((30.0, 60.0, 0.2),), decay_form="l2", decay_set="all")]
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "sgd"])
+def test_each_member_matches_training_it_alone(optimizer):
+    cfgs = [replace(c, optimizer=optimizer, lr=3e-3 if optimizer == "adamw" else 0.1) for c in MIXED]
+    runs = train_pack(cfgs, progress=False)
+    assert len(runs) == len(cfgs) and runs[0].summary["pack"]["members"] == 4
+    for c, r in zip(cfgs, runs):
+        assert_matches_alone(c, r)
+
+
+def test_amsgrad_and_cosine_schedule_match_alone():
+    cfgs = [replace(c, amsgrad=True, lr_schedule="cosine", lr_final=1e-4) for c in MIXED[:2]]
+    for c, r in zip(cfgs, train_pack(cfgs, progress=False)):
+        assert_matches_alone(c, r)
+
+
+def test_a_member_does_not_depend_on_its_pack_mates():
+    a = MIXED[1]
+    m1 = train_pack([a, MIXED[0]], progress=False)[0].metrics
+    m2 = train_pack([MIXED[2], MIXED[3], a], progress=False)[2].metrics
+    m3 = train_pack([a], progress=False)[0].metrics
+    assert m1.equals(m2) and m1.equals(m3)
+
+
+def test_a_diverging_member_is_recorded_and_the_others_go_on():
+    blow = replace(BASE, seed=5, wd_windows=((5.0, 60.0, 1e4),))     # shrink factor 1 - 3e-3 * 1e4 = -29 per step
+    runs = train_pack([MIXED[0], blow], progress=False)
+    assert runs[1].summary["status"] == "diverged" and "non-finite" in runs[1].summary["error"]
+    assert runs[1].summary["steps_done"] < BASE.steps
+    assert runs[0].summary["status"] == "complete"
+    assert_matches_alone(MIXED[0], runs[0])
+
+
+def test_pack_keys_and_packing():
+    assert pack_key(MIXED[0]) == pack_key(MIXED[3]) is not None
+    assert pack_key(replace(BASE, lr=1e-3)) != pack_key(BASE)
+    for alone in (replace(BASE, freeze=(("layer0", 10),)), replace(BASE, clip=1.0), replace(BASE, task="alchemy_withheld")):
+        assert pack_key(alone) is None
+    other = replace(BASE, lr=1e-3)
+    frozen = replace(BASE, freeze=(("layer0", 10),))
+    cfgs = [*MIXED, other, frozen]
+    got = packs(cfgs, size=3)
+    assert sorted(len(p) for p in got) == [1, 1, 2, 2]          # 4 compatible -> 2 + 2, then the lr 1e-3 and the frozen
+    assert sorted(c.run_id() for p in got for c in p) == sorted(c.run_id() for c in cfgs)
+    assert [len(p) for p in packs(MIXED, size=8, workers=2)] == [2, 2]   # every worker gets a pack
+    assert [len(p) for p in packs(MIXED, size=8)] == [4]
+    assert [len(p) for p in packs(MIXED, size=1)] == [1, 1, 1, 1]
+    with pytest.raises(ConfigError, match="pack"):
+        packs(MIXED, size=0)
+    with pytest.raises(ConfigError, match="configs"):
+        train_pack([BASE, other])
+    with pytest.raises(ConfigError, match="pack"):
+        LocalExecutor(1, pack=0)
+
+
+def test_device_path_without_a_gpu():
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: the cuda path is exercised for real elsewhere")
+    with pytest.raises(ConfigError, match="device"):
+        train_pack([replace(BASE, device="cuda")])
+
+
+def test_sweep_packs_and_stores_each_member_under_its_own_id(tmp_path):
+    store = RunStore(tmp_path)
+    res = run_sweep(MIXED, store, LocalExecutor(1), progress=False, pack=4)
+    assert sorted(res.done) == sorted(c.run_id() for c in MIXED)
+    for c in MIXED:
+        run = store.load(c.run_id())
+        assert run.summary["pack"]["members"] == 4
+        assert_matches_alone(c, run)
+    again = run_sweep(MIXED, store, LocalExecutor(1), progress=False, pack=4)
+    assert not again.done and len(again.skipped) == 4
+
+
+def test_sweep_packs_on_two_workers(tmp_path):
+    res = run_sweep(MIXED, RunStore(tmp_path), LocalExecutor(2, pack=8), progress=False)
+    assert len(res.done) == 4
+    for c in MIXED:
+        assert RunStore(tmp_path).load(c.run_id()).summary["pack"]["members"] == 2
