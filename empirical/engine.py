@@ -71,8 +71,8 @@ def packs(configs, size: int | None = None, workers: int = 1) -> list[list[Train
 
 def default_pack_size(device: str) -> int:
     """Members per pack when a sweep is not told: on a GPU 64 (one small model leaves it
-    idle); on a CPU 1, so a run's numbers stay bit-identical to training it alone (packs of 8
-    train ~1.7x faster per member on a CPU core, benchmarks/bench_engine.py; ask with --pack)."""
+    idle); on a CPU 1: there a pack is no faster per member than the plain loop (0.6-0.9x in
+    steady state, benchmarks/bench_engine.py) and the plain loop keeps runs bit-identical."""
     return 64 if device == "cuda" else 1
 
 

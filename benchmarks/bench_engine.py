@@ -1,0 +1,97 @@
+"""The batched engine against the single-model loop, on this machine (issue 13's table).
+
+For the default anchor model (d=64, 2 layers, batch 128, AdamW) trains E members as one
+stacked model (empirical/engine.py) for E in --members, and the plain loop alone, for --steps
+and twice as many steps; the difference is the steady-state step time (set-up, data
+generation and the evaluations at both ends cancel). Prints per-member steps per second, the speed-up over the plain loop, the
+achieved FLOP/s (FLOPs of one step counted by torch's FlopCounterMode) against a 1024^2 matmul
+peak measured in the same run (model FLOPs utilisation), and the time of one evaluation per
+member (every split, the weight metrics and the decay mechanism) in each path.
+
+Run: python benchmarks/bench_engine.py [--members 1 4 8 16 32 64] [--steps 50] [--threads 1] [--device cpu]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import replace
+
+import torch
+import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
+
+from critwin.bridge.table import format_table
+from critwin.empirical import TrainConfig, train
+from critwin.empirical.engine import train_pack
+from critwin.empirical.train import eval_splits, initial_model, log_metrics
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def matmul_peak(device: str, n: int = 1024, reps: int = 20) -> float:
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+    a @ b
+    sync(device)
+    t = time.perf_counter()
+    for _ in range(reps):
+        a @ b
+    sync(device)
+    return 2 * n ** 3 * reps / (time.perf_counter() - t)
+
+
+def step_flops(cfg: TrainConfig) -> float:
+    model, data = initial_model(cfg)
+    x = torch.as_tensor(data.splits["train"].inputs[:cfg.batch_size])
+    y = torch.as_tensor(data.splits["train"].targets[:cfg.batch_size])
+    with FlopCounterMode(display=False) as fc:
+        F.cross_entropy(model(x), y).backward()
+    return float(fc.get_total_flops())
+
+
+def seconds(fn, device: str) -> float:
+    sync(device)
+    t = time.perf_counter()
+    fn()
+    sync(device)
+    return time.perf_counter() - t
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--members", type=int, nargs="+", default=[1, 4, 8, 16, 32, 64])
+    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    cfg = TrainConfig(steps=args.steps, eval_every=10 ** 9, device=args.device)
+    peak, flops = matmul_peak(args.device), step_flops(cfg)
+    model, data = initial_model(cfg)
+    model = model.to(args.device)
+    splits = eval_splits(cfg, data)
+    eval_s = min(seconds(lambda: log_metrics(model, splits, 0, torch.device(args.device), []), args.device)
+                 for _ in range(3))
+
+    def per_step(fit) -> float:
+        return (seconds(lambda: fit(2 * args.steps), args.device) - seconds(lambda: fit(args.steps), args.device)) \
+            / args.steps
+    single = per_step(lambda n: train(replace(cfg, steps=n), progress=False))
+    rows = [{"path": "single-model loop", "members": 1, "member_steps_per_s": 1 / single, "speedup": 1.0,
+             "gflop_per_s": flops / single / 1e9, "mfu": flops / single / peak, "eval_ms_per_member": eval_s * 1e3}]
+    for e in args.members:
+        t_step = per_step(lambda n: train_pack([replace(cfg, seed=s, steps=n) for s in range(e)], progress=False)) / e
+        rows.append({"path": "engine", "members": e, "member_steps_per_s": 1 / t_step, "speedup": single / t_step,
+                     "gflop_per_s": flops / t_step / 1e9, "mfu": flops / t_step / peak,
+                     "eval_ms_per_member": eval_s * 1e3})     # the engine evaluates member by member
+    print(format_table(rows))
+    print(f"device {args.device}, threads {torch.get_num_threads()}; one training step = {flops / 1e9:.3f} GFLOP;"
+          f" matmul peak {peak / 1e9:.0f} GFLOP/s; the engine evaluates each member through the single-model"
+          f" metrics (eval_ms_per_member in both paths); with evaluation every 100 steps that is"
+          f" {eval_s / (100 * single) * 100:.0f}% of a single run's time")
+
+
+if __name__ == "__main__":
+    main()
