@@ -23,12 +23,13 @@ from tqdm.auto import tqdm
 
 from ..errors import ConfigError
 from .config import TrainConfig
-from .metrics import decay_mechanism
+from .metrics import decay_mechanism, split_scores
 from .store import Run
 from .train import _device, build_optimizer, eval_splits, finish_run, initial_model, log_metrics
 
 PACK_FREE = ("seed", "task_seed", "wd_windows", "decay_form", "decay_set")   # and the model's gamma
 PACK_TASKS = ("anchor_permutation", "anchor_shift", "modarith")               # fixed-shape classification
+EVAL_BATCH = 4096        # examples per stacked evaluation forward, all members together
 
 
 def pack_key(cfg: TrainConfig) -> str | None:
@@ -133,7 +134,8 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
     device = _device(cfg0.device)
     built = [initial_model(c) for c in cfgs]
     members = [_Member(c, data, device) for c, (_, data) in zip(cfgs, built)]
-    if len({tuple(m.x.shape) for m in members}) > 1:
+    shapes = {tuple((n, *sp.inputs.shape) for n, sp in m.scored.items()) + (tuple(m.x.shape),) for m in members}
+    if len(shapes) > 1:
         raise ConfigError("task_seed", [c.task_seed for c in cfgs], "task instances whose splits have one shape")
     template = built[0][0].to(device)          # materialises one member at a time for the metrics
     base = copy.deepcopy(template)             # the stacked forward: its weights come from `params`
@@ -153,9 +155,27 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
     def member_loss(p, xb, yb):
         return F.cross_entropy(functional_call(base, p, (xb,)), yb)
     losses_of = vmap(member_loss)
+    logits_of = vmap(lambda p, xb: functional_call(base, p, (xb,)))
+    evals = {name: (torch.stack([torch.as_tensor(m.scored[name].inputs, device=device) for m in members]),
+                    torch.stack([torch.as_tensor(m.scored[name].targets, device=device) for m in members]))
+             for name in members[0].scored}
+
+    @torch.no_grad()
+    def scores() -> list[dict]:
+        """Every member's split scores from one stacked forward per split (chunked like evaluate_split)."""
+        base.eval()
+        out = [{} for _ in members]
+        for name, (xs, ys) in evals.items():
+            chunk = max(1, EVAL_BATCH // E)
+            logits = torch.cat([logits_of(params, xs[:, i:i + chunk]) for i in range(0, xs.shape[1], chunk)], 1)
+            for e, m in enumerate(members):
+                out[e][name] = split_scores(logits[e], ys[e], m.scored[name], device)
+        base.train()
+        return out
     alive = [True] * E
+    first = scores()
     for e, m in enumerate(members):
-        m.last = _log(template, params, opt, members, e, 0, 0.0, 0.0, None)
+        m.last = _log(template, params, opt, members, e, 0, 0.0, 0.0, None, first[e])
     t0, done_steps = time.perf_counter(), 0
     bar = tqdm(total=steps, desc=f"{cfg0.task} pack of {E}", unit="step", disable=not progress, leave=False,
                mininterval=0.5)
@@ -189,9 +209,10 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
                     shrink = (1.0 - lr * lam).to(torch.float32)
                     params[n].mul_(shrink.view(-1, *[1] * (params[n].dim() - 1)))
         if evaluate:
+            got = scores()
             for e, m in enumerate(members):
                 if alive[e]:
-                    m.last = _log(template, params, opt, members, e, step + 1, lr, float(m.lam[step]), ce_sq[e])
+                    m.last = _log(template, params, opt, members, e, step + 1, lr, float(m.lam[step]), ce_sq[e], got[e])
             if on_steps is not None:
                 on_steps((step + 1 - done_steps) * sum(alive))
                 done_steps = step + 1
@@ -219,9 +240,10 @@ def _ce_sq(members, params: dict, template) -> list[float]:
 
 
 @torch.no_grad()
-def _log(template, params: dict, opt, members, e: int, step: int, lr: float, lam: float, ce_sq) -> dict:
-    """Member e's evaluation: its weights copied into the template model, then the single-run
-    metrics (and, after step 0, the decay mechanism read from its slice of the optimizer state)."""
+def _log(template, params: dict, opt, members, e: int, step: int, lr: float, lam: float, ce_sq, scores) -> dict:
+    """Member e's evaluation: its split scores (computed for all members at once), then its
+    weights copied into the template model for the single-run weight metrics (and, after step 0,
+    the decay mechanism read from its slice of the optimizer state)."""
     m = members[e]
     named = dict(template.named_parameters())
     for n, p in named.items():
@@ -235,7 +257,7 @@ def _log(template, params: dict, opt, members, e: int, step: int, lr: float, lam
                 state[p] = {k: (v[e] if torch.is_tensor(v) and v.dim() > 0 else v) for k, v in st.items()}
         view = SimpleNamespace(defaults=opt.defaults, state=state)
         mech = decay_mechanism(view, template.decayed_parameters(m.cfg.decay_set), lr, lam, m.cfg.decay_form, ce_sq)
-    return log_metrics(template, m.scored, step, template.tok.weight.device, m.rows, mech)
+    return log_metrics(template, m.scored, step, template.tok.weight.device, m.rows, mech, scores)
 
 
 __all__ = ["PACK_FREE", "PACK_TASKS", "default_pack_size", "pack_key", "packs", "train_pack"]

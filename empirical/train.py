@@ -57,13 +57,16 @@ def eval_splits(cfg: TrainConfig, data) -> dict:
     return {name: split.sample(cfg.eval_max) for name, split in data.splits.items()}
 
 
-def log_metrics(model, splits: dict, step: int, device, rows: list, mechanism: dict | None = None) -> dict:
-    """Evaluate every split, the weight metrics and per-group norms, and (when given) the
-    decay's share of the update (split 'optim'); append tidy rows; return a flat dict."""
+def log_metrics(model, splits: dict, step: int, device, rows: list, mechanism: dict | None = None,
+                scores: dict | None = None) -> dict:
+    """Evaluate every split (or take `scores`, {split: evaluate_split's dict}, computed
+    elsewhere), the weight metrics and per-group norms, and (when given) the decay's share of
+    the update (split 'optim'); append tidy rows; return a flat dict."""
     model.eval()
     flat = {}
     for name, split in splits.items():
-        for metric, value in evaluate_split(model, split, device).items():
+        got = scores[name] if scores is not None else evaluate_split(model, split, device)
+        for metric, value in got.items():
             rows.append((step, name, metric, value))
             flat[f"{name}_{metric}"] = value
     for metric, value in (("weight_norm", weight_norm(model.decayed_weights())),

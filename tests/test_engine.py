@@ -47,6 +47,13 @@ def test_each_member_matches_training_it_alone(optimizer):
         assert_matches_alone(c, r)
 
 
+@pytest.mark.parametrize("task", ["anchor_shift", "modarith"])
+def test_other_tasks_match_alone(task):
+    cfgs = [replace(c, task=task, eval_max=200) for c in MIXED[:2]]
+    for c, r in zip(cfgs, train_pack(cfgs, progress=False)):
+        assert_matches_alone(c, r)
+
+
 def test_amsgrad_and_cosine_schedule_match_alone():
     cfgs = [replace(c, amsgrad=True, lr_schedule="cosine", lr_final=1e-4) for c in MIXED[:2]]
     for c, r in zip(cfgs, train_pack(cfgs, progress=False)):

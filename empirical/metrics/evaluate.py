@@ -22,6 +22,12 @@ def evaluate_split(model, split, device, batch: int = 4096) -> dict:
     lengths = None if lengths is None else torch.as_tensor(lengths, device=device)
     logits = torch.cat([model(x[i:i + batch], None if lengths is None else lengths[i:i + batch])
                         for i in range(0, len(x), batch)])
+    return split_scores(logits, y, split, device)
+
+
+@torch.no_grad()
+def split_scores(logits, y, split, device) -> dict:
+    """evaluate_split's numbers from the split's logits (N, classes) and targets y (N,)."""
     pred = logits.argmax(-1)
     out = {"loss": F.cross_entropy(logits, y).item(), "acc": (pred == y).float().mean().item()}
     if "symmetric_target" in split.extra:
