@@ -58,7 +58,8 @@ def cmd_edge(args):
     ex = make_executor(args.executor, args.workers, args.scheduler, args.pack)
     try:
         out = find_edge(base, args.param, args.lo, args.hi, args.resolution, args.threshold,
-                        range(args.seeds), args.metric, RunStore(args.store), ex, not args.no_progress)
+                        range(args.seeds), args.metric, RunStore(args.store), ex, not args.no_progress,
+                        None if args.task_seeds is None else range(args.task_seeds))
     finally:
         ex.close()
     text = [format_table(out["evaluations"]),
@@ -97,6 +98,8 @@ def register_sweep(sub):
     p.add_argument("--threshold", type=float, default=0.5)
     p.add_argument("--metric", default="ood_acc")
     p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--task-seeds", type=int, default=None,
+                   help="also over task instances 0..N-1 (every instance x seed pair); default: the base's instance")
     p.add_argument("--wd", type=float, default=4e-3, help="decay inside the window (onset searches)")
     p.add_argument("--width", type=float, default=5000.0, help="window width in steps (onset searches)")
     _executor_args(p)

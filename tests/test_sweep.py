@@ -152,3 +152,17 @@ def test_bootstrap_edge_interval():
     lo, hi = bootstrap_edge(mixed, 0.5)
     assert lo == 150.0 and hi == 250.0
     assert all(np.isnan(bootstrap_edge({100: [0.1], 200: [0.2]}, 0.5)))     # no crossing at all
+
+
+def test_bisection_over_task_instances_averages_every_pair(tmp_path):
+    """With task_seeds the outcome at each value is the mean over every (instance, seed) pair,
+    recomputed here from the stored runs."""
+    base = {"d": 16, "eval_every": 1000, "batch_size": 32}
+    store = RunStore(tmp_path)
+    out = find_edge(base, "steps", 10, 90, 20, 0.3, seeds=[0], metric="train_acc", store=store,
+                    executor=LocalExecutor(1), progress=False, task_seeds=[0, 1])
+    assert out["task_seeds"] == [0, 1] and out["grid_runs"] == 5 * 2
+    for ev in out["evaluations"]:
+        vals = [store.load(config_from_flat({**base, "steps": int(ev["value"]), "task_seed": t, "seed": 0}).run_id())
+                .summary["final"]["train_acc"] for t in (0, 1)]
+        assert ev["outcome"] == pytest.approx(np.mean(vals))

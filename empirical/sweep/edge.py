@@ -13,12 +13,14 @@ from .spec import KEYS, config_from_flat
 
 def find_edge(base: dict, param: str, lo: float, hi: float, resolution: float, threshold: float,
               seeds=(0, 1, 2), metric: str = "ood_acc", store: RunStore | None = None,
-              executor=None, progress: bool = True) -> dict:
-    """Bisect `param` on [lo, hi] for where mean final `metric` over seeds crosses `threshold`.
+              executor=None, progress: bool = True, task_seeds=None) -> dict:
+    """Bisect `param` on [lo, hi] for where mean final `metric` over seeds (and task instances,
+    when `task_seeds` is given: every pair of the two) crosses `threshold`.
 
     The outcome must lie on opposite sides of the threshold at lo and hi (checked first).
     Values are snapped to the grid lo + k * resolution, so every run is one a grid sweep
-    would also have made; runs already in the store are reused.
+    would also have made; runs already in the store are reused. The interval resamples the
+    (task instance, seed) pairs.
     """
     if param not in KEYS:
         raise ConfigError("param", param, "a config key: " + ", ".join(KEYS))
@@ -26,13 +28,15 @@ def find_edge(base: dict, param: str, lo: float, hi: float, resolution: float, t
         raise ConfigError("resolution", resolution, "a positive step with lo < hi")
     store = store or RunStore("runs")
     seeds = list(seeds)
+    units = [{"seed": s} for s in seeds] if task_seeds is None else \
+        [{"task_seed": t, "seed": s} for t in task_seeds for s in seeds]
     evals: dict[float, float] = {}
     per_seed: dict[float, list[float]] = {}
     runs_used: set[str] = set()
 
     def outcome(v: float) -> float:
         if v not in evals:
-            cfgs = [config_from_flat({**base, param: _cast(v), "seed": s}) for s in seeds]
+            cfgs = [config_from_flat({**base, param: _cast(v), **u}) for u in units]
             run_sweep(cfgs, store, executor, progress=progress)
             runs_used.update(c.run_id() for c in cfgs)
             per_seed[v] = [_final(store, c.run_id(), metric) for c in cfgs]
@@ -43,7 +47,8 @@ def find_edge(base: dict, param: str, lo: float, hi: float, resolution: float, t
     a, b = 0, n_grid - 1
     fa, fb = outcome(lo), outcome(lo + b * resolution)
     out = {"param": param, "threshold": threshold, "metric": metric, "seeds": seeds,
-           "grid_points": n_grid, "grid_runs": n_grid * len(seeds)}
+           "task_seeds": None if task_seeds is None else list(task_seeds),
+           "grid_points": n_grid, "grid_runs": n_grid * len(units)}
     if any(math.isnan(f) for f in (fa, fb)) or (fa >= threshold) == (fb >= threshold):
         return {**out, "edge": None, "message": f"no crossing of {threshold} between {lo} and {hi}"
                 f" (outcomes {fa:.3f}, {fb:.3f})", "evaluations": _table(evals), "runs": len(runs_used)}
