@@ -60,7 +60,7 @@ def cmd_check(args):
 def variation_args(args) -> dict:
     """The protocol variation chosen on the command line, as EmpiricalCheck.run's keywords."""
     return {"wd_scale": args.wd_scale, "seeds": args.seeds, "task_seeds": args.task_seeds,
-            "reading": reading_from_args(args)}
+            "reading": reading_from_args(args), "device": args.device}
 
 
 def reading_from_args(args) -> dict:
@@ -77,6 +77,8 @@ def register(parser):
                         help="folder for result JSON/CSV/PNG ('' to skip); the committed results are"
                              " written with --results paper_checks/results")
     add_executor_args(parser)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where the runs train (cuda: packs of 64 runs per worker by default)")
     parser.add_argument("--wd-scale", type=float, default=1.0,
                         help="multiply every decay value (a variation of the protocol, labelled as such)")
     parser.add_argument("--seeds", type=int, default=None,

@@ -172,13 +172,14 @@ class EmpiricalCheck:
 
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True,
             train: bool = True, wd_scale: float = 1.0, seeds: int | None = None,
-            task_seeds: int | None = None, reading: dict | None = None) -> dict:
+            task_seeds: int | None = None, reading: dict | None = None, device: str = "cpu") -> dict:
         """Train what is missing (unless train=False), then measure and decide.
 
         wd_scale != 1, another reading and fewer seeds or task instances than the protocol are
         variations (reported as such). Each row splits its spread into task instance vs seed.
+        device: where the runs train (part of a run's identity, so cuda runs are their own).
         """
-        cfgs = self.configs(size, wd_scale, seeds, task_seeds, reading)
+        cfgs = on_device(self.configs(size, wd_scale, seeds, task_seeds, reading), device)
         seeds, tasks = (seeds or self.seeds, task_seeds or self.task_seeds) if size == "paper" else (1, 1)
         if train:
             run_sweep(list(cfgs.values()), store, executor, progress=progress)
@@ -207,6 +208,12 @@ class EmpiricalCheck:
                 "task_seeds": tasks, "protocol_task_seeds": self.task_seeds if size == "paper" else 1,
                 "tolerance": self.tolerance, "rule": __doc__.split("\n\n")[1].strip(), "rows": rows,
                 "verdict": v if size == "paper" else f"{v} (quick size: not evidence)", "notes": self.notes}
+
+
+def on_device(cfgs: dict, device: str) -> dict:
+    """The same configs trained on `device` ('cpu': unchanged)."""
+    from dataclasses import replace
+    return cfgs if device == "cpu" else {k: replace(c, device=device) for k, c in cfgs.items()}
 
 
 @dataclass(frozen=True)

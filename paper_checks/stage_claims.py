@@ -16,7 +16,7 @@ from ..empirical import RunStore
 from ..empirical.presets import PAPER_EPOCHS, alchemy_flat
 from ..empirical.sweep import config_from_flat, run_sweep
 from ..errors import ConfigError
-from .base import mean_sd, verdict
+from .base import mean_sd, on_device, verdict
 
 STAGE_SIZES = ("quick", "cpu", "paper")
 CURVES = ("event_a", "event_b", "event_c", "p_b_given_a", "p_c_given_ab")
@@ -102,11 +102,11 @@ class StageCheck:
         return sum(store.status(c.run_id()) is None for c in self.configs(size, seeds).values())
 
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True, train: bool = True,
-            wd_scale: float = 1.0, seeds: int | None = None, **ignored) -> dict:
+            wd_scale: float = 1.0, seeds: int | None = None, device: str = "cpu", **ignored) -> dict:
         """Train what is missing (unless train=False), measure, decide. Decay readings do not
         apply (no decay in these protocols); wd_scale must stay 1."""
         _no_decay_scaling(wd_scale)
-        cfgs = self.configs(size, seeds)
+        cfgs = on_device(self.configs(size, seeds), device)
         if train:
             run_sweep(list(cfgs.values()), store, executor, progress=progress)
         rows = self.measure(store, cfgs, size)
@@ -283,10 +283,12 @@ class PlasticityCheck:
         return sum(store.status(rid) is None for rid in cfgs)
 
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True, train: bool = True,
-            wd_scale: float = 1.0, seeds: int | None = None, **ignored) -> dict:
+            wd_scale: float = 1.0, seeds: int | None = None, device: str = "cpu", **ignored) -> dict:
         from ..bridge.stages import plasticity_window
         _no_decay_scaling(wd_scale)
         flat, grid, comps, seed_range, every = self.plan(size, seeds)
+        if device != "cpu":
+            flat = {**flat, "device": device}
         rows, windows, last = [], {}, {}
         for comp in comps:
             _, table = plasticity_window(flat, comp, grid, seed_range, store, self.metric, "test", every, 3,

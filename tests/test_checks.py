@@ -175,3 +175,23 @@ def test_w11_reads_grokking_steps_with_censoring_and_counts_faster_lambdas():
     count = rows["lambdas where constant groks no later than the window"]
     assert count["measured"] == 4 and count["paper"] == 5          # lambda 3: 5350 > 3500
     assert res["verdict"].startswith("not reproduced")
+
+
+def test_check_device_option_moves_every_run_and_is_validated():
+    """--device cuda asks for cuda runs (their own run ids); without a GPU training them fails
+    with the device named, and the option is refused where it is not a device."""
+    import torch
+
+    from critwin.paper_checks.base import on_device
+    cfgs = CHECKS["W2"].configs("quick")
+    moved = on_device(cfgs, "cuda")
+    assert all(c.device == "cuda" for c in moved.values()) and on_device(cfgs, "cpu") is cfgs
+    assert {c.run_id() for c in moved.values()}.isdisjoint(c.run_id() for c in cfgs.values())
+    import argparse
+    with pytest.raises((SystemExit, argparse.ArgumentError)):
+        main(["check", "W2", "--device", "tpu"])
+    if not torch.cuda.is_available():
+        from critwin.empirical import train
+        from critwin.errors import ConfigError
+        with pytest.raises(ConfigError, match="device"):
+            train(next(iter(moved.values())), progress=False)
