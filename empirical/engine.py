@@ -5,7 +5,8 @@ instance, init scale, decay schedule and reading). `train_pack` trains them in o
 as stacked weights: one forward and backward for all members under torch.func.vmap over
 the model of `models/transformer.py`, one optimizer step over the stacked tensors (AdamW and
 SGD act elementwise, so each member's slice steps as it would alone), decay as per-member
-factors. Each member comes back as its own Run, with the run id, metrics and status it would
+factors. Members with different learning rates take torch's step at lr 1, and each member's
+slice is then moved lr times as far (the optimizers' state does not depend on lr). Each member comes back as its own Run, with the run id, metrics and status it would
 have had alone (float-level differences: batched matmuls round differently).
 """
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .metrics import decay_mechanism, split_scores
 from .store import Run
 from .train import _device, build_optimizer, eval_splits, finish_run, initial_model, log_metrics
 
-PACK_FREE = ("seed", "task_seed", "wd_windows", "decay_form", "decay_set")   # and the model's gamma
+PACK_FREE = ("seed", "task_seed", "wd_windows", "decay_form", "decay_set", "lr", "lr_final")   # and gamma
 PACK_TASKS = ("anchor_permutation", "anchor_shift", "modarith")               # fixed-shape classification
 EVAL_BATCH = 4096        # examples per stacked evaluation forward, all members together
 
@@ -151,6 +152,13 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
     X = torch.stack([m.x for m in members])
     Y = torch.stack([m.y for m in members])
     ar = torch.arange(E, device=device)[:, None]
+    one_lr = len({(c.lr, c.lr_final) for c in cfgs}) == 1
+    if not one_lr:
+        for g in opt.param_groups:
+            g["lr"] = 1.0
+
+    def per_member(v: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+        return v.view(-1, *[1] * (like.dim() - 1))
 
     def member_loss(p, xb, yb):
         return F.cross_entropy(functional_call(base, p, (xb,)), yb)
@@ -191,28 +199,36 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
             break
         opt.zero_grad(set_to_none=True)
         losses.sum().backward()
-        lr = cfg0.lr_at(step)
-        if cfg0.lr_schedule != "constant":
+        lrs = np.array([m.cfg.lr_at(step) for m in members])
+        if one_lr and cfg0.lr_schedule != "constant":
             for g in opt.param_groups:
-                g["lr"] = lr
+                g["lr"] = lrs[0]
         evaluate = (step + 1) % cfg0.eval_every == 0 or step + 1 == steps
         ce_sq = _ce_sq(members, params, template) if evaluate else None
         with torch.no_grad():
             for n, f in l2.items():
                 lam = f[step]
                 if bool(lam.any()):
-                    params[n].grad.add_(params[n] * lam.view(-1, *[1] * (params[n].dim() - 1)))
-            opt.step()
+                    params[n].grad.add_(params[n] * per_member(lam, params[n]))
+            if one_lr:
+                opt.step()
+            else:
+                before = {n: p.detach().clone() for n, p in params.items()}
+                opt.step()
+                lr_t = torch.as_tensor(lrs, dtype=torch.float32, device=device)
+                for n, p in params.items():
+                    p.copy_(before[n] + per_member(lr_t, p) * (p - before[n]))
             for n, f in dec.items():
                 lam = f[step]
                 if bool(lam.any()):
-                    shrink = (1.0 - lr * lam).to(torch.float32)
-                    params[n].mul_(shrink.view(-1, *[1] * (params[n].dim() - 1)))
+                    shrink = (1.0 - torch.as_tensor(lrs, device=device) * lam).to(torch.float32)
+                    params[n].mul_(per_member(shrink, params[n]))
         if evaluate:
             got = scores()
             for e, m in enumerate(members):
                 if alive[e]:
-                    m.last = _log(template, params, opt, members, e, step + 1, lr, float(m.lam[step]), ce_sq[e], got[e])
+                    m.last = _log(template, params, opt, members, e, step + 1, float(lrs[e]), float(m.lam[step]),
+                                  ce_sq[e], got[e])
             if on_steps is not None:
                 on_steps((step + 1 - done_steps) * sum(alive))
                 done_steps = step + 1

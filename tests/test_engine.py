@@ -54,6 +54,15 @@ def test_other_tasks_match_alone(task):
         assert_matches_alone(c, r)
 
 
+@pytest.mark.parametrize("optimizer,lrs", [("adamw", (3e-3, 1e-3)), ("sgd", (0.1, 0.03))])
+def test_members_with_their_own_learning_rates_match_alone(optimizer, lrs):
+    cfgs = [replace(c, optimizer=optimizer, lr=lr, lr_schedule="cosine", lr_final=lr / 10)
+            for c, lr in zip(MIXED[1:3], lrs)]
+    assert pack_key(cfgs[0]) == pack_key(cfgs[1])
+    for c, r in zip(cfgs, train_pack(cfgs, progress=False)):
+        assert_matches_alone(c, r)
+
+
 def test_amsgrad_and_cosine_schedule_match_alone():
     cfgs = [replace(c, amsgrad=True, lr_schedule="cosine", lr_final=1e-4) for c in MIXED[:2]]
     for c, r in zip(cfgs, train_pack(cfgs, progress=False)):
@@ -79,14 +88,14 @@ def test_a_diverging_member_is_recorded_and_the_others_go_on():
 
 def test_pack_keys_and_packing():
     assert pack_key(MIXED[0]) == pack_key(MIXED[3]) is not None
-    assert pack_key(replace(BASE, lr=1e-3)) != pack_key(BASE)
+    assert pack_key(replace(BASE, lr=1e-3)) == pack_key(BASE) != pack_key(replace(BASE, batch_size=16))
     for alone in (replace(BASE, freeze=(("layer0", 10),)), replace(BASE, clip=1.0), replace(BASE, task="alchemy_withheld")):
         assert pack_key(alone) is None
-    other = replace(BASE, lr=1e-3)
+    other = replace(BASE, batch_size=16)
     frozen = replace(BASE, freeze=(("layer0", 10),))
     cfgs = [*MIXED, other, frozen]
     got = packs(cfgs, size=3)
-    assert sorted(len(p) for p in got) == [1, 1, 2, 2]          # 4 compatible -> 2 + 2, then the lr 1e-3 and the frozen
+    assert sorted(len(p) for p in got) == [1, 1, 2, 2]          # 4 compatible -> 2 + 2, then batch 16 and the frozen
     assert sorted(c.run_id() for p in got for c in p) == sorted(c.run_id() for c in cfgs)
     assert [len(p) for p in packs(MIXED, size=8, workers=2)] == [2, 2]   # every worker gets a pack
     assert [len(p) for p in packs(MIXED, size=8)] == [4]
