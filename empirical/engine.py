@@ -28,17 +28,18 @@ from .metrics import decay_mechanism, split_scores
 from .store import Run
 from .train import _device, build_optimizer, eval_splits, finish_run, initial_model, log_metrics
 
-PACK_FREE = ("seed", "task_seed", "wd_windows", "decay_form", "decay_set", "lr", "lr_final")   # and gamma
+PACK_FREE = ("seed", "task_seed", "wd_windows", "decay_form", "decay_set", "lr", "lr_final", "freeze")  # and gamma
 PACK_TASKS = ("anchor_permutation", "anchor_shift", "modarith")               # fixed-shape classification
 EVAL_BATCH = 4096        # examples per stacked evaluation forward, all members together
 
 
 def pack_key(cfg: TrainConfig) -> str | None:
-    """Configs with equal keys can train as one pack; None: this one trains alone (freezes,
-    branches, checkpoints, clipping, dropout, the second-moment intervention, or a task whose
-    examples vary in shape)."""
-    if (cfg.task not in PACK_TASKS or cfg.freeze or cfg.branch or cfg.checkpoints or cfg.clip is not None
-            or cfg.freeze_second_moment is not None or cfg.model.dropout > 0):
+    """Configs with equal keys can train as one pack; None: this one trains alone (freezes that
+    rebuild the optimizer, branches, checkpoints, clipping, dropout, the second-moment
+    intervention, or a task whose examples vary in shape)."""
+    if (cfg.task not in PACK_TASKS or (cfg.freeze and cfg.freeze_optimizer == "rebuild") or cfg.branch
+            or cfg.checkpoints or cfg.clip is not None or cfg.freeze_second_moment is not None
+            or cfg.model.dropout > 0):
         return None
     d = cfg.resolved()
     for k in PACK_FREE:
@@ -94,6 +95,19 @@ class _Member:
         self.scored = eval_splits(cfg, data)
         self.rows, self.last = [], {}
         self.status, self.error = "complete", None
+        self.frozen_from: dict = {}      # parameter name -> the step its first freeze starts
+
+    def set_freezes(self, template) -> None:
+        comps = template.components()
+        names = {id(p): n for n, p in template.named_parameters()}
+        for f in self.cfg.freezes():
+            f.validate(comps, self.cfg.steps)
+            for p in comps[f.component]:
+                n = names[id(p)]
+                self.frozen_from[n] = min(f.step, self.frozen_from.get(n, f.step))
+
+    def frozen(self, step: int) -> set:
+        return {n for n, s in self.frozen_from.items() if step >= s}
 
     def next_batch(self) -> torch.Tensor:
         B = self.cfg.batch_size
@@ -139,6 +153,8 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
     if len(shapes) > 1:
         raise ConfigError("task_seed", [c.task_seed for c in cfgs], "task instances whose splits have one shape")
     template = built[0][0].to(device)          # materialises one member at a time for the metrics
+    for m in members:
+        m.set_freezes(template)
     base = copy.deepcopy(template)             # the stacked forward: its weights come from `params`
     for mod in base.modules():
         if hasattr(mod, "explicit"):
@@ -204,7 +220,9 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
             for g in opt.param_groups:
                 g["lr"] = lrs[0]
         evaluate = (step + 1) % cfg0.eval_every == 0 or step + 1 == steps
-        ce_sq = _ce_sq(members, params, template) if evaluate else None
+        frozen = [m.frozen(step) for m in members]
+        ce_sq = _ce_sq(members, params, template, frozen) if evaluate else None
+        held = _hold(params, opt, frozen)
         with torch.no_grad():
             for n, f in l2.items():
                 lam = f[step]
@@ -223,6 +241,7 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
                 if bool(lam.any()):
                     shrink = (1.0 - torch.as_tensor(lrs, device=device) * lam).to(torch.float32)
                     params[n].mul_(per_member(shrink, params[n]))
+            _restore(params, opt, held)
         if evaluate:
             got = scores()
             for e, m in enumerate(members):
@@ -241,15 +260,40 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
 
 
 @torch.no_grad()
-def _ce_sq(members, params: dict, template) -> list[float]:
-    """Per member: the squared norm of its loss gradient over its decayed set (before any penalty)."""
+def _hold(params: dict, opt, frozen: list) -> list:
+    """What a frozen slice must get back after the step: (member, name, its weights, its
+    optimizer state or None where it has none yet). Restoring it is the single loop's
+    grad = None: no update, no moment update, no decay."""
+    held = []
+    for e, names in enumerate(frozen):
+        for n in names:
+            st = opt.state.get(params[n])
+            kept = {k: v[e].clone() for k, v in st.items() if torch.is_tensor(v) and v.dim() > 0} if st else None
+            held.append((e, n, params[n][e].clone(), kept))
+    return held
+
+
+@torch.no_grad()
+def _restore(params: dict, opt, held: list) -> None:
+    for e, n, w, kept in held:
+        params[n][e] = w
+        st = opt.state.get(params[n], {})
+        for k, v in st.items():
+            if torch.is_tensor(v) and v.dim() > 0:
+                v[e] = kept[k] if kept is not None and k in kept else 0
+
+
+@torch.no_grad()
+def _ce_sq(members, params: dict, template, frozen: list) -> list[float]:
+    """Per member: the squared norm of its loss gradient over its decayed, unfrozen parameters
+    (before any penalty)."""
     names = {id(p): n for n, p in template.named_parameters()}
     out = []
     for e, m in enumerate(members):
         sq = 0.0
         for p in template.decayed_parameters(m.cfg.decay_set):
             g = params[names[id(p)]].grad
-            if g is not None:
+            if g is not None and names[id(p)] not in frozen[e]:
                 sq += float((g[e].double() ** 2).sum())
         out.append(sq)
     return out
@@ -269,8 +313,11 @@ def _log(template, params: dict, opt, members, e: int, step: int, lr: float, lam
         state = {}
         for n, p in named.items():
             st = opt.state.get(params[n])
-            if st:
+            since = m.frozen_from.get(n)
+            if st and since != 0:       # frozen from the start: alone it would have no state
                 state[p] = {k: (v[e] if torch.is_tensor(v) and v.dim() > 0 else v) for k, v in st.items()}
+                if since is not None and since < step and "step" in st:    # its steps stopped at the freeze
+                    state[p]["step"] = torch.as_tensor(float(since))
         view = SimpleNamespace(defaults=opt.defaults, state=state)
         mech = decay_mechanism(view, template.decayed_parameters(m.cfg.decay_set), lr, lam, m.cfg.decay_form, ce_sq)
     return log_metrics(template, m.scored, step, template.tok.weight.device, m.rows, mech, scores)

@@ -63,6 +63,16 @@ def test_members_with_their_own_learning_rates_match_alone(optimizer, lrs):
         assert_matches_alone(c, r)
 
 
+@pytest.mark.parametrize("optimizer", ["adamw", "sgd"])
+def test_members_with_freezes_match_alone(optimizer):
+    cfgs = [replace(MIXED[1], freeze=(("layer0", 20),)), replace(MIXED[2], freeze=(("embedding", 0), ("layer1.mlp", 35))),
+            MIXED[0]]
+    cfgs = [replace(c, optimizer=optimizer, lr=3e-3 if optimizer == "adamw" else 0.1) for c in cfgs]
+    assert pack_key(cfgs[0]) == pack_key(cfgs[2])
+    for c, r in zip(cfgs, train_pack(cfgs, progress=False)):
+        assert_matches_alone(c, r)
+
+
 def test_amsgrad_and_cosine_schedule_match_alone():
     cfgs = [replace(c, amsgrad=True, lr_schedule="cosine", lr_final=1e-4) for c in MIXED[:2]]
     for c, r in zip(cfgs, train_pack(cfgs, progress=False)):
@@ -89,10 +99,11 @@ def test_a_diverging_member_is_recorded_and_the_others_go_on():
 def test_pack_keys_and_packing():
     assert pack_key(MIXED[0]) == pack_key(MIXED[3]) is not None
     assert pack_key(replace(BASE, lr=1e-3)) == pack_key(BASE) != pack_key(replace(BASE, batch_size=16))
-    for alone in (replace(BASE, freeze=(("layer0", 10),)), replace(BASE, clip=1.0), replace(BASE, task="alchemy_withheld")):
+    for alone in (replace(BASE, freeze=(("layer0", 10),), freeze_optimizer="rebuild"), replace(BASE, clip=1.0),
+                  replace(BASE, task="alchemy_withheld")):
         assert pack_key(alone) is None
     other = replace(BASE, batch_size=16)
-    frozen = replace(BASE, freeze=(("layer0", 10),))
+    frozen = replace(BASE, freeze=(("layer0", 10),), freeze_optimizer="rebuild")
     cfgs = [*MIXED, other, frozen]
     got = packs(cfgs, size=3)
     assert sorted(len(p) for p in got) == [1, 1, 2, 2]          # 4 compatible -> 2 + 2, then batch 16 and the frozen
