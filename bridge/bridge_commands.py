@@ -91,8 +91,10 @@ def cmd_arrival(args):
     from ..empirical import load_runs
     from .mechanism import arrival_table, threshold_holdout
     runs = load_runs(reader(args), on_corrupt(args))
-    if args.reading and not runs.empty:
-        runs = runs[runs.reading == args.reading]
+    if not runs.empty:
+        runs = runs[(runs.optimizer == args.optimizer) & (runs.amsgrad != True) & runs.freeze_second_moment.isna()]  # noqa: E712
+        if args.reading:
+            runs = runs[runs.reading == args.reading]
     table = arrival_table(runs, args.mem_level)
     if args.wd is not None and not table.empty:
         table = table[np.isclose(table.wd_value, args.wd)]
@@ -189,6 +191,8 @@ def register(sub):
     add_store_args(p)
     p.add_argument("--reading", default=None, help="only runs of this reading, e.g. l2/non_embedding")
     p.add_argument("--wd", type=float, default=None, help="only windows of this decay value")
+    p.add_argument("--optimizer", choices=("adamw", "sgd"), default="adamw",
+                   help="only runs of this optimizer (AMSGrad and frozen-second-moment runs left out)")
     p.add_argument("--fit-gamma", type=float, default=0.8)
     p.add_argument("--level", type=float, default=0.5, help="final OOD accuracy that counts as composing")
     p.add_argument("--mem-level", type=float, default=0.9)
