@@ -92,7 +92,7 @@ def cmd_arrival(args):
     from .mechanism import arrival_table, threshold_holdout
     runs = load_runs(reader(args), on_corrupt(args))
     if not runs.empty:
-        runs = runs[(runs.optimizer == args.optimizer) & (runs.amsgrad != True) & runs.freeze_second_moment.isna()]  # noqa: E712
+        runs = runs[(runs.optimizer == args.optimizer) & runs.amsgrad.eq(False) & runs.freeze_second_moment.isna()]
         if args.reading:
             runs = runs[runs.reading == args.reading]
     table = arrival_table(runs, args.mem_level)

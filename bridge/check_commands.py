@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..empirical import RunStore
+from ..empirical.config import DEVICES
 from ..empirical.sweep import make_executor
 from ..errors import ConfigError
 from ..paper_checks import CHECKS, CLAIM_IDS, SIZES, write_result
@@ -77,7 +78,7 @@ def register(parser):
                         help="folder for result JSON/CSV/PNG ('' to skip); the committed results are"
                              " written with --results paper_checks/results")
     add_executor_args(parser)
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+    parser.add_argument("--device", choices=DEVICES, default="cpu",
                         help="where the runs train (cuda: packs of 64 runs per worker by default)")
     parser.add_argument("--wd-scale", type=float, default=1.0,
                         help="multiply every decay value (a variation of the protocol, labelled as such)")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..empirical import RunStore, TrainConfig, train
+from ..empirical.config import DEVICES
 from ..empirical.interventions import DECAY_FORMS, PLACEMENTS
 from ..empirical.models import DECAY_SETS
 from ..empirical.presets import ALCHEMY_SIZES
@@ -65,7 +66,7 @@ def add_training_args(p):
     p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--eval-max", type=int, default=None, metavar="N",
                    help="score each split on at most N examples (a fixed seeded subset; default all)")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--device", choices=DEVICES, default="cpu")
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads for this run (1: small models are fastest on one thread, and a"
                         " busy machine does not oversubscribe)")

@@ -1,13 +1,14 @@
 """Train many small models as one: the members of a pack stacked along a leading axis.
 
 A pack is a list of TrainConfigs that differ only in what `PACK_FREE` names (seeds, task
-instance, init scale, decay schedule and reading). `train_pack` trains them in one process
-as stacked weights: one forward and backward for all members under torch.func.vmap over
-the model of `models/transformer.py`, one optimizer step over the stacked tensors (AdamW and
-SGD act elementwise, so each member's slice steps as it would alone), decay as per-member
-factors. Members with different learning rates take torch's step at lr 1, and each member's
-slice is then moved lr times as far (the optimizers' state does not depend on lr). Each member comes back as its own Run, with the run id, metrics and status it would
-have had alone (float-level differences: batched matmuls round differently).
+instance, init scale, learning rate, decay schedule and reading, freezes). `train_pack` trains
+them in one process as stacked weights: one forward and backward for all members under
+torch.func.vmap over the model of `models/transformer.py`, one optimizer step over the stacked
+tensors (AdamW and SGD act elementwise, so each member's slice steps as it would alone), decay
+as per-member factors. Members with different learning rates take torch's step at lr 1, and
+each member's slice is then moved lr times as far (the optimizers' state does not depend on
+lr). Each member comes back as its own Run, with the run id, metrics and status it would have
+had alone (float-level differences: batched matmuls round differently).
 """
 from __future__ import annotations
 
@@ -124,17 +125,19 @@ def _stack(models, device) -> dict:
             for n in names}
 
 
-def _factors(members, template, form: str) -> dict:
-    """Per parameter name: (steps, E) decay coefficients of the members whose reading is
-    `form` and whose decayed set holds that parameter (0 elsewhere); names without any: left out."""
+def _decay(members, template, form: str) -> tuple[np.ndarray, dict]:
+    """The decay of the members whose reading is `form`: (steps, E) lambda (0 for the others)
+    and, per parameter name, an (E,) 0/1 mask of the members whose decayed set holds it (names
+    no member decays are left out)."""
     names = {id(p): n for n, p in template.named_parameters()}
-    out = {}
+    lam, masks = np.zeros((members[0].cfg.steps, len(members))), {}
     for e, m in enumerate(members):
         if m.cfg.decay_form != form or not m.lam.any():
             continue
+        lam[:, e] = m.lam
         for p in template.decayed_parameters(m.cfg.decay_set):
-            out.setdefault(names[id(p)], np.zeros((m.cfg.steps, len(members))))[:, e] = m.lam
-    return out
+            masks.setdefault(names[id(p)], np.zeros(len(members)))[e] = 1.0
+    return lam, masks
 
 
 def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) -> list[Run]:
@@ -163,8 +166,8 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
     del built
     E, steps = len(cfgs), cfg0.steps
     opt = build_optimizer(cfg0, list(params.values()))
-    l2 = {n: torch.as_tensor(f, dtype=torch.float32, device=device) for n, f in _factors(members, template, "l2").items()}
-    dec = {n: torch.as_tensor(f, device=device) for n, f in _factors(members, template, "decoupled").items()}
+    l2_lam, l2_mask = _decay(members, template, "l2")
+    dec_lam, dec_mask = _decay(members, template, "decoupled")
     X = torch.stack([m.x for m in members])
     Y = torch.stack([m.y for m in members])
     ar = torch.arange(E, device=device)[:, None]
@@ -224,10 +227,11 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
         ce_sq = _ce_sq(members, params, template, frozen) if evaluate else None
         held = _hold(params, opt, frozen)
         with torch.no_grad():
-            for n, f in l2.items():
-                lam = f[step]
-                if bool(lam.any()):
-                    params[n].grad.add_(params[n] * per_member(lam, params[n]))
+            for n, mask in l2_mask.items():
+                lam = l2_lam[step] * mask
+                if lam.any():       # decided on the host: no device sync per parameter
+                    lam_t = torch.as_tensor(lam, dtype=torch.float32, device=device)
+                    params[n].grad.add_(params[n] * per_member(lam_t, params[n]))
             if one_lr:
                 opt.step()
             else:
@@ -236,10 +240,10 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
                 lr_t = torch.as_tensor(lrs, dtype=torch.float32, device=device)
                 for n, p in params.items():
                     p.copy_(before[n] + per_member(lr_t, p) * (p - before[n]))
-            for n, f in dec.items():
-                lam = f[step]
-                if bool(lam.any()):
-                    shrink = (1.0 - torch.as_tensor(lrs, device=device) * lam).to(torch.float32)
+            for n, mask in dec_mask.items():
+                lam = dec_lam[step] * mask
+                if lam.any():
+                    shrink = torch.as_tensor(1.0 - lrs * lam, dtype=torch.float32, device=device)
                     params[n].mul_(per_member(shrink, params[n]))
             _restore(params, opt, held)
         if evaluate:

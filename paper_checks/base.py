@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -212,7 +212,6 @@ class EmpiricalCheck:
 
 def on_device(cfgs: dict, device: str) -> dict:
     """The same configs trained on `device` ('cpu': unchanged)."""
-    from dataclasses import replace
     return cfgs if device == "cpu" else {k: replace(c, device=device) for k, c in cfgs.items()}
 
 
