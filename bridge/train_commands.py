@@ -158,8 +158,9 @@ def train_one(args, cfg):
             import torch
             torch.set_num_threads(args.threads)
             start = store.checkpoint(*cfg.branch_point()) if cfg.branch else None
-            run = train(cfg, progress=not args.no_progress, start=start)
+            run = train(cfg, progress=not args.no_progress, start=start, resume=store.resume_path(run_id))
             store.save(run, replace=status == "corrupt")
+            store.drop_resume(run_id)
         finally:
             store.release(run_id)
     path = store.path(run_id)

@@ -29,6 +29,7 @@ FILES = ("config.json", "summary.json", "environment.json", "metrics.parquet")
 CHECKPOINTS = "checkpoints"     # optional folder: step_N.pt, the training state after step N
 TMP_PREFIX = ".tmp-"
 CLAIM_PREFIX = ".claim-"
+RESUME_PREFIX = ".resume-"   # the training state a run in progress last wrote (train(resume=...)); gone once stored
 CLAIM_TTL = 24 * 3600   # seconds a claim from another host is honoured (its pid cannot be checked)
 
 
@@ -206,6 +207,14 @@ class RunStore:
                 except FileNotFoundError:
                     pass
         return removed
+
+    def resume_path(self, run_id: str) -> Path:
+        """Where a run in progress keeps the state it resumes from after a kill."""
+        return self.root / f"{RESUME_PREFIX}{run_id}.pt"
+
+    def drop_resume(self, run_id: str) -> None:
+        """Forget a run's resume state (once the run is stored)."""
+        self.resume_path(run_id).unlink(missing_ok=True)
 
     def checkpoint(self, run_id: str, step: int) -> dict:
         """The training state `run_id` saved after `step` (its config's `checkpoints`)."""

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import time
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -24,6 +27,7 @@ from .tasks import make_task
 from .tasks.sequence import IGNORE, is_sequence_task, language_model_data
 
 
+RESUME_SECONDS = 300.0   # default of how often (at most) a run writes the state it resumes from after a kill
 REACH_LEVEL = 0.95    # summary '<split>_reach_step': first evaluation with accuracy >= this (grokking step)
 
 
@@ -99,11 +103,16 @@ def initial_model(cfg: TrainConfig):
     return build_model(cfg, data.vocab_size, data.seq_len, data.info.get("n_classes")), data
 
 
-def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | None = None) -> Run:
+def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | None = None,
+          resume: Path | None = None, save_every: float | None = None) -> Run:
     """Train one model. Deterministic on CPU for a given config (seeded init and batches).
     on_steps(n), if given, is called at every evaluation with the steps done since the last.
     A config with `branch` starts from `start`, the source run's checkpoint (RunStore.checkpoint):
-    the result equals training the same config from step 0."""
+    the result equals training the same config from step 0. With `resume` (a file path), the
+    training state is written there at the first evaluation `save_every` seconds after the last
+    write (default: $CRITWIN_RESUME_SECONDS, else 300), and a run killed midway continues from
+    that file on its next start, with the numbers of an uninterrupted run (the caller deletes
+    the file once the run is stored)."""
     device = _device(cfg.device)
     if (cfg.branch is None) != (start is None):
         raise ConfigError("branch", cfg.branch, "a config with branch, trained from its checkpoint (start)")
@@ -130,9 +139,12 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
     rows: list = []
     scored = eval_splits(cfg, data)
     first, checkpoints = 0, {}
+    saved = read_resume_state(resume, cfg)
+    if start is not None and saved is None:
+        check_branch(TrainConfig.from_dict(start["config"]), cfg, start["step"])
+    start = saved or start
     if start is not None:
         first = start["step"]
-        check_branch(TrainConfig.from_dict(start["config"]), cfg, first)
         model.load_state_dict(start["model"])
         if cfg.freeze_optimizer == "rebuild" and any(f.step < first for f in freezes):
             opt = optimizer_over_trainable(cfg, model, frozen_parameters(freezes, comps, first - 1))
@@ -143,6 +155,9 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
     else:
         last = log_metrics(model, scored, 0, device, rows)
     status, error, t0, done_steps = "complete", None, time.perf_counter(), first
+    last_save, wall_before = t0, (saved or {}).get("wall", 0.0)
+    if save_every is None:
+        save_every = float(os.environ.get("CRITWIN_RESUME_SECONDS", RESUME_SECONDS))
     bar = tqdm(total=cfg.steps, initial=first, desc=f"{cfg.task} seed {cfg.seed}", unit="step",
                disable=not progress, leave=False, mininterval=0.5)
     for step in range(first, cfg.steps):
@@ -184,10 +199,15 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
                              and not k.startswith("test_ablate")}, refresh=False)
         if step + 1 in cfg.checkpoints:
             checkpoints[step + 1] = training_state(cfg, step + 1, model, opt, gen, perm, ptr, rows, last)
+        if resume is not None and evaluate and step + 1 < cfg.steps and time.perf_counter() - last_save >= save_every:
+            write_atomic(Path(resume), training_state(cfg, step + 1, model, opt, gen, perm, ptr, rows, last,
+                                                      wall_before + time.perf_counter() - t0))
+            last_save = time.perf_counter()
         bar.update(1)
     bar.close()
-    return finish_run(cfg, data, rows, last, status, error, time.perf_counter() - t0,
-                      sum(p.numel() for p in model.parameters()), checkpoints)
+    return finish_run(cfg, data, rows, last, status, error, wall_before + time.perf_counter() - t0,
+                      sum(p.numel() for p in model.parameters()), checkpoints,
+                      {"resumed_from_step": first} if saved is not None else None)
 
 
 def finish_run(cfg: TrainConfig, data, rows: list, last: dict, status: str, error: str | None, wall: float,
@@ -209,10 +229,39 @@ def finish_run(cfg: TrainConfig, data, rows: list, last: dict, status: str, erro
     return Run(cfg.resolved(), metrics, summary, environment(cfg.device), checkpoints or {})
 
 
-def training_state(cfg: TrainConfig, step: int, model, opt, gen, perm, ptr: int, rows: list, last: dict) -> bytes:
-    """Everything a branch needs to continue exactly from after `step`, serialized (torch.save)."""
+def training_state(cfg: TrainConfig, step: int, model, opt, gen, perm, ptr: int, rows: list, last: dict,
+                   wall: float = 0.0) -> bytes:
+    """Everything a branch (or a resumed run) needs to continue exactly from after `step`,
+    serialized (torch.save); `wall`: the training seconds spent to get there."""
     buf = io.BytesIO()
-    torch.save({"format": 1, "step": step, "config": cfg.resolved(), "model": model.state_dict(),
+    torch.save({"format": 1, "step": step, "wall": wall, "config": cfg.resolved(), "model": model.state_dict(),
                 "optimizer": opt.state_dict(), "generator": gen.get_state(), "torch_rng": torch.get_rng_state(),
                 "perm": perm.cpu(), "ptr": ptr, "rows": list(rows), "last": dict(last)}, buf)
     return buf.getvalue()
+
+
+def write_atomic(path: Path, blob: bytes) -> None:
+    """Write `blob` to `path` so that a reader finds the old file or the new one, never half of one."""
+    tmp = path.with_name(f"{path.name}.tmp-p{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(blob)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def read_resume_state(path, cfg: TrainConfig) -> dict | None:
+    """The training state a killed run left at `path`, if it is readable and of this very config;
+    None otherwise (an unreadable or foreign file is ignored, with a warning, and overwritten later)."""
+    if path is None or not Path(path).is_file():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+        ok = state.get("format") == 1 and state["config"] == cfg.resolved() and 0 < state["step"] < cfg.steps
+    except Exception as e:  # noqa: BLE001 - a damaged resume file only costs the time it saved
+        warnings.warn(f"ignoring unreadable resume state {path} ({type(e).__name__}: {e}); training from the start")
+        return None
+    if not ok:
+        warnings.warn(f"ignoring resume state {path}: it belongs to another config; training from the start")
+        return None
+    return state

@@ -1,4 +1,5 @@
 """The store, sweeps and commands under bad input, damage, faults and concurrency."""
+import dataclasses
 import json
 import os
 import signal
@@ -12,7 +13,7 @@ import pytest
 from critwin.bridge.cli import main
 from critwin.empirical import RunStore, TrainConfig
 from critwin.empirical.store import CLAIM_PREFIX, TMP_PREFIX
-from critwin.empirical.sweep import LocalExecutor, SweepSpec, run_sweep, summarize
+from critwin.empirical.sweep import LocalExecutor, SweepSpec, config_from_flat, run_sweep, summarize
 from critwin.errors import ConfigError
 
 TINY = {"d": 16, "steps": 20, "batch_size": 32, "eval_every": 10}
@@ -283,3 +284,84 @@ def test_a_killed_worker_fails_its_runs_and_the_pool_goes_on():
     assert sorted(ok + lost) == list(range(8)) and 3 in lost and len(lost) <= 2
     assert all("worker process died" in r["error"] for r in out if isinstance(r, dict))
     assert max(ok) > 3                       # items after the break still ran
+
+
+# resume: a run killed midway continues from its last saved state ------------------------------
+class _Killed(Exception):
+    pass
+
+
+def _kill_at(step):
+    done = [0]
+
+    def on_steps(n):
+        done[0] += n
+        if done[0] >= step:
+            raise _Killed
+    return on_steps
+
+
+RESUMABLE = {"d": 16, "steps": 60, "batch_size": 32, "eval_every": 10, "wd": 4e-3, "wd_window_start": 20,
+             "wd_width": 30, "decay_form": "l2", "decay_set": "non_embedding", "dropout": 0.1}
+
+
+def test_a_run_killed_midway_resumes_with_the_numbers_of_an_uninterrupted_run(tmp_path):
+    from critwin.empirical.train import train
+    cfg = config_from_flat(RESUMABLE)
+    whole = train(cfg, progress=False)
+    path = tmp_path / "state.pt"
+    with pytest.raises(_Killed):
+        train(cfg, progress=False, on_steps=_kill_at(30), resume=path, save_every=0)
+    assert path.is_file()
+    resumed = train(cfg, progress=False, resume=path, save_every=0)
+    assert resumed.summary["resumed_from_step"] == 20        # the last state written before the kill at 30
+    pd.testing.assert_frame_equal(resumed.metrics, whole.metrics)       # dropout, batches and decay continue exactly
+    assert resumed.summary["final"] == whole.summary["final"]
+    assert "resumed_from_step" not in whole.summary
+
+
+def test_a_damaged_or_foreign_resume_state_is_ignored_with_a_warning(tmp_path):
+    from critwin.empirical.train import train
+    cfg = config_from_flat({k: v for k, v in RESUMABLE.items() if k != "dropout"})
+    whole = train(cfg, progress=False)
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"\x00 not a torch file")
+    with pytest.warns(UserWarning, match="unreadable"):
+        run = train(cfg, progress=False, resume=bad, save_every=1e9)
+    pd.testing.assert_frame_equal(run.metrics, whole.metrics)
+    other = tmp_path / "other.pt"
+    with pytest.raises(_Killed):
+        train(dataclasses.replace(cfg, seed=1), progress=False, on_steps=_kill_at(30), resume=other, save_every=0)
+    with pytest.warns(UserWarning, match="another config"):
+        run = train(cfg, progress=False, resume=other, save_every=1e9)
+    assert "resumed_from_step" not in run.summary
+    pd.testing.assert_frame_equal(run.metrics, whole.metrics)
+
+
+def test_a_killed_sweep_continues_its_run_in_progress_from_the_resume_state(tmp_path):
+    """kill -9 during one long run: the next sweep starts it from the saved state, not step 0,
+    stores the numbers of an uninterrupted run and removes the state file."""
+    from critwin.empirical.train import train
+    store_dir = tmp_path / "store"
+    sets = ["d=16", "steps=3000", "batch_size=32", "eval_every=100"]
+    cmd = [sys.executable, "-m", "critwin.bridge.cli", "sweep", "run", *[a for s in sets for a in ("--set", s)],
+           "--workers", "1", "--store", str(store_dir), "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "CRITWIN_RESUME_SECONDS": "0"})
+    cfg = SweepSpec().with_sets(sets).expand()[0]
+    store = RunStore(store_dir)
+    deadline = time.time() + 120
+    while time.time() < deadline and not store.resume_path(cfg.run_id()).is_file():
+        time.sleep(0.02)
+    time.sleep(0.3)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert store.resume_path(cfg.run_id()).is_file() and store.status(cfg.run_id()) is None
+    res = run_sweep([cfg], store, LocalExecutor(1), progress=False)
+    assert len(res.done) == 1
+    run = store.load(cfg.run_id())
+    assert 0 < run.summary["resumed_from_step"] < 3000
+    pd.testing.assert_frame_equal(run.metrics, train(cfg, progress=False).metrics)
+    assert not store.resume_path(cfg.run_id()).exists()
+    ids, problems = store.scan()
+    assert ids == [cfg.run_id()] and problems == []

@@ -100,15 +100,15 @@ def _report_steps(n: int) -> None:
 
 
 def run_config(item) -> dict:
-    """Worker task: train one resolved config, or (config, checkpoint) for a branch; never
-    raises (errors come back as data)."""
+    """Worker task: train one resolved config, or (config, checkpoint or None[, resume file])
+    for a branch or a resumable run; never raises (errors come back as data)."""
     from ..config import TrainConfig
     from ..train import train
-    config, start = item if isinstance(item, tuple) else (item, None)
+    config, start, resume = (tuple(item) + (None,))[:3] if isinstance(item, tuple) else (item, None, None)
     try:
         _one_thread()
         return {"config": config, "run": train(TrainConfig.from_dict(config), progress=False,
-                                               on_steps=_report_steps, start=start)}
+                                               on_steps=_report_steps, start=start, resume=resume)}
     except Exception as e:  # noqa: BLE001 - a failed run is recorded, not raised
         return {"config": config, "error": f"{type(e).__name__}: {e}",
                 "traceback": traceback.format_exc()}

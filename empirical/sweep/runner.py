@@ -71,7 +71,8 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
     """Train every config not yet in `store`; the store is written here, one run at a time.
     Compatible configs train as packs of up to `pack` members in one process (None: the
     executor's pack, else the engine's default for their device; 1: each alone); each member
-    is stored as its own run, under the id it has alone."""
+    is stored as its own run, under the id it has alone. A run trained alone that is killed
+    midway continues from its last resume state (RunStore.resume_path) on the next sweep."""
     store.ensure_writable()          # before any training: a store we cannot write loses the runs
     executor = executor or LocalExecutor()
     store.clean_stale()
@@ -97,11 +98,12 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                     bar.update(1)
                     continue
                 held.add(rid)
+                resume = str(store.resume_path(rid)) if len(group) == 1 else None
                 if c.branch is None:
-                    items.append(c.resolved())
+                    items.append((c.resolved(), None, resume) if resume else c.resolved())
                     continue
                 try:
-                    items.append((c.resolved(), store.checkpoint(*c.branch_point())))
+                    items.append((c.resolved(), store.checkpoint(*c.branch_point()), resume))
                 except (ConfigError, CorruptRunError) as e:     # no source checkpoint: this run fails, others go on
                     store.save(failed_run(c.resolved(), str(e), ""), replace=rid in damaged)
                     store.release(rid)
@@ -122,6 +124,7 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
             run = out.get("run") or failed_run(out["config"], out["error"], out.get("traceback", ""))
             rid = run.run_id
             store.save(run, replace=retry_failed or rid in damaged)
+            store.drop_resume(rid)
             store.release(rid)
             held.discard(rid)
             if rid in damaged:
