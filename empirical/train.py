@@ -156,6 +156,7 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
         last = log_metrics(model, scored, 0, device, rows)
     status, error, t0, done_steps = "complete", None, time.perf_counter(), first
     last_save, wall_before = t0, (saved or {}).get("wall", 0.0)
+    checkpoints.update((saved or {}).get("checkpoints", {}))
     if save_every is None:
         save_every = float(os.environ.get("CRITWIN_RESUME_SECONDS", RESUME_SECONDS))
     bar = tqdm(total=cfg.steps, initial=first, desc=f"{cfg.task} seed {cfg.seed}", unit="step",
@@ -201,7 +202,7 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
             checkpoints[step + 1] = training_state(cfg, step + 1, model, opt, gen, perm, ptr, rows, last)
         if resume is not None and evaluate and step + 1 < cfg.steps and time.perf_counter() - last_save >= save_every:
             write_atomic(Path(resume), training_state(cfg, step + 1, model, opt, gen, perm, ptr, rows, last,
-                                                      wall_before + time.perf_counter() - t0))
+                                                      wall_before + time.perf_counter() - t0, checkpoints))
             last_save = time.perf_counter()
         bar.update(1)
     bar.close()
@@ -230,11 +231,12 @@ def finish_run(cfg: TrainConfig, data, rows: list, last: dict, status: str, erro
 
 
 def training_state(cfg: TrainConfig, step: int, model, opt, gen, perm, ptr: int, rows: list, last: dict,
-                   wall: float = 0.0) -> bytes:
+                   wall: float = 0.0, checkpoints: dict | None = None) -> bytes:
     """Everything a branch (or a resumed run) needs to continue exactly from after `step`,
-    serialized (torch.save); `wall`: the training seconds spent to get there."""
+    serialized (torch.save); `wall`: the training seconds spent to get there; `checkpoints`:
+    those a resumed run has already taken."""
     buf = io.BytesIO()
-    torch.save({"format": 1, "step": step, "wall": wall, "config": cfg.resolved(), "model": model.state_dict(),
+    torch.save({"format": 1, "step": step, "wall": wall, "checkpoints": dict(checkpoints or {}), "config": cfg.resolved(), "model": model.state_dict(),
                 "optimizer": opt.state_dict(), "generator": gen.get_state(), "torch_rng": torch.get_rng_state(),
                 "perm": perm.cpu(), "ptr": ptr, "rows": list(rows), "last": dict(last)}, buf)
     return buf.getvalue()

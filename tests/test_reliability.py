@@ -1,5 +1,6 @@
 """The store, sweeps and commands under bad input, damage, faults and concurrency."""
 import dataclasses
+import io
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import time
 
 import pandas as pd
 import pytest
+import torch
 
 from critwin.bridge.cli import main
 from critwin.empirical import RunStore, TrainConfig
@@ -302,7 +304,7 @@ def _kill_at(step):
 
 
 RESUMABLE = {"d": 16, "steps": 60, "batch_size": 32, "eval_every": 10, "wd": 4e-3, "wd_window_start": 20,
-             "wd_width": 30, "decay_form": "l2", "decay_set": "non_embedding", "dropout": 0.1}
+             "wd_width": 30, "decay_form": "l2", "decay_set": "non_embedding", "dropout": 0.1, "checkpoints": [10, 40]}
 
 
 def test_a_run_killed_midway_resumes_with_the_numbers_of_an_uninterrupted_run(tmp_path):
@@ -318,6 +320,10 @@ def test_a_run_killed_midway_resumes_with_the_numbers_of_an_uninterrupted_run(tm
     pd.testing.assert_frame_equal(resumed.metrics, whole.metrics)       # dropout, batches and decay continue exactly
     assert resumed.summary["final"] == whole.summary["final"]
     assert "resumed_from_step" not in whole.summary
+    assert sorted(resumed.checkpoints) == [10, 40]      # the one taken before the kill is kept
+    for step in (10, 40):
+        a, b = (torch.load(io.BytesIO(r.checkpoints[step]), weights_only=False) for r in (whole, resumed))
+        assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
 
 
 def test_a_damaged_or_foreign_resume_state_is_ignored_with_a_warning(tmp_path):
