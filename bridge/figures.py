@@ -394,3 +394,27 @@ def plot_arrival(table, holdout, level: float, path) -> Path:
     axes[0].legend(fontsize=8)
     axes[1].set_title("arrival norm / norm at the window's end", fontsize=9)
     return _save(fig, path)
+
+
+def plot_left_edge(curves, table, s_star: float, path) -> Path:
+    """Per gamma: the penalty's shrink lambda * adam_gain(t) of the no-decay probes for each
+    lambda, the fitted threshold s*, the predicted edges (dots) and the observed brackets (bars)."""
+    gammas = sorted(curves.gamma.unique())
+    fig, axes = plt.subplots(1, len(gammas), figsize=(4.2 * len(gammas), 3.6), squeeze=False, sharey=True)
+    for ax, gamma in zip(axes[0], gammas):
+        c = curves[np.isclose(curves.gamma, gamma)]
+        rows = table[np.isclose(table.gamma, gamma)]
+        for i, r in enumerate(rows.itertuples()):
+            ax.plot(c.step, r.wd * c.gain, color=f"C{i}", lw=1.2, label=f"lambda {r.wd:g}")
+            if np.isfinite(r.predicted_edge):
+                ax.plot([r.predicted_edge], [s_star], "o", color=f"C{i}", ms=6)
+            if np.isfinite(r.bracket_lo) or np.isfinite(r.bracket_hi):
+                lo = r.bracket_lo if np.isfinite(r.bracket_lo) else 0.0
+                hi = r.bracket_hi if np.isfinite(r.bracket_hi) else c.step.max()
+                ax.plot([lo, min(hi, c.step.max())], [s_star * 0.8 ** (i + 1)] * 2, color=f"C{i}", lw=4, alpha=0.5)
+        ax.axhline(s_star, color="0.3", ls="--", lw=1)
+        ax.set_yscale("log")
+        ax.set(xlabel="step", title=f"gamma {gamma:g}")
+    axes[0][0].set_ylabel("penalty shrink per step (lambda x Adam gain)")
+    axes[0][0].legend(fontsize=7)
+    return _save(fig, path)
