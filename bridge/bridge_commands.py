@@ -155,7 +155,7 @@ def cmd_left_edge(args):
     text = [f"penalty shrink lambda * adam_gain(t) of {len(runs)} no-decay probe runs ({args.probe_steps} steps,"
             f" logged every {args.probe_every}); s* = {s_star:.4g} per step, fitted at gamma {args.fit_gamma:g},"
             f" wd {args.fit_wd:g}",
-            "predicted edge: first logged step after the peak with lambda * gain < s* (0: the peak stays below s*);"
+            "predicted edge: first logged step after the early peak with lambda * gain <= s* (0: the peak stays below s*);"
             f" observed: first onset with mean final OOD >= {args.threshold} ({args.reading}, width {args.width:g}),"
             " the true edge in (bracket_lo, bracket_hi]",
             format_table(payload["rows"]),

@@ -5,7 +5,7 @@ lambda * gain(t) per step, where gain = |lr theta / (sqrt(v_hat) + eps)| / |thet
 the run without decay (logged as `adam_gain`). The gain peaks on the initial plateau, while the
 cross-entropy gradients are still small, and falls once learning starts. The rule: a window
 opens at the first step after that early peak (the maximum before the training accuracy
-reaches 0.5) at which lambda * gain < s*; a penalty that arrives
+reaches 0.5) at which lambda * gain <= s*; a penalty that arrives
 earlier crushes the initial weights before learning starts. s* is fitted at one gamma from its
 observed edge and the rule is scored on the others. The gain curves come from short no-decay
 probe runs logged densely (they train like the first steps of the 20k-step runs: constant lr).
@@ -69,12 +69,12 @@ def early_peak(steps, shrink, end: float | None = None) -> int:
 
 def predicted_edge(steps, shrink, s_star: float, end: float | None = None) -> float:
     """First step at or after the early peak of `shrink` (its maximum up to `end`) where it is
-    below s_star; 0 when that peak stays below s_star; inf when it never falls below it."""
+    at or below s_star; 0 when that peak stays below s_star; inf when it never falls to it."""
     steps, shrink = np.asarray(steps, float), np.asarray(shrink, float)
     peak = early_peak(steps, shrink, end)
     if shrink[peak] < s_star:
         return 0.0
-    below = np.nonzero(shrink[peak:] < s_star)[0]
+    below = np.nonzero(shrink[peak:] <= s_star)[0]
     return float(steps[peak + below[0]]) if len(below) else float("inf")
 
 
