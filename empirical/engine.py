@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from ..errors import ConfigError
 from .config import TrainConfig
-from .metrics import decay_mechanism, split_scores
+from .metrics import decay_mechanism, split_scores, stacked_weight_metrics
 from .store import Run
 from .train import _device, build_optimizer, eval_splits, finish_run, initial_model, log_metrics
 
@@ -200,9 +200,9 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
         base.train()
         return out
     alive = [True] * E
-    first = scores()
+    first, wm = scores(), stacked_weight_metrics(template, params)
     for e, m in enumerate(members):
-        m.last = _log(template, params, opt, members, e, 0, 0.0, 0.0, None, first[e])
+        m.last = _log(template, params, opt, members, e, 0, 0.0, 0.0, None, first[e], wm[e])
     t0, done_steps = time.perf_counter(), 0
     bar = tqdm(total=steps, desc=f"{cfg0.task} pack of {E}", unit="step", disable=not progress, leave=False,
                mininterval=0.5)
@@ -247,11 +247,11 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
                     params[n].mul_(per_member(shrink, params[n]))
             _restore(params, opt, held)
         if evaluate:
-            got = scores()
+            got, wm = scores(), stacked_weight_metrics(template, params)
             for e, m in enumerate(members):
                 if alive[e]:
                     m.last = _log(template, params, opt, members, e, step + 1, float(lrs[e]), float(m.lam[step]),
-                                  ce_sq[e], got[e])
+                                  ce_sq[e], got[e], wm[e])
             if on_steps is not None:
                 on_steps((step + 1 - done_steps) * sum(alive))
                 done_steps = step + 1
@@ -304,16 +304,17 @@ def _ce_sq(members, params: dict, template, frozen: list) -> list[float]:
 
 
 @torch.no_grad()
-def _log(template, params: dict, opt, members, e: int, step: int, lr: float, lam: float, ce_sq, scores) -> dict:
-    """Member e's evaluation: its split scores (computed for all members at once), then its
-    weights copied into the template model for the single-run weight metrics (and, after step 0,
-    the decay mechanism read from its slice of the optimizer state)."""
+def _log(template, params: dict, opt, members, e: int, step: int, lr: float, lam: float, ce_sq, scores,
+         weights) -> dict:
+    """Member e's evaluation: its split scores and weight metrics (computed for all members at
+    once) and, after step 0, the decay mechanism read from its slice of the optimizer state
+    through the template model holding its weights."""
     m = members[e]
-    named = dict(template.named_parameters())
-    for n, p in named.items():
-        p.copy_(params[n][e])
     mech = None
     if step > 0:
+        named = dict(template.named_parameters())
+        for n, p in named.items():
+            p.copy_(params[n][e])
         state = {}
         for n, p in named.items():
             st = opt.state.get(params[n])
@@ -324,7 +325,7 @@ def _log(template, params: dict, opt, members, e: int, step: int, lr: float, lam
                     state[p]["step"] = torch.as_tensor(float(since))
         view = SimpleNamespace(defaults=opt.defaults, state=state)
         mech = decay_mechanism(view, template.decayed_parameters(m.cfg.decay_set), lr, lam, m.cfg.decay_form, ce_sq)
-    return log_metrics(template, m.scored, step, template.tok.weight.device, m.rows, mech, scores)
+    return log_metrics(template, m.scored, step, template.tok.weight.device, m.rows, mech, scores, weights)
 
 
 __all__ = ["PACK_FREE", "PACK_TASKS", "default_pack_size", "pack_key", "packs", "train_pack"]

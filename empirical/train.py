@@ -19,8 +19,7 @@ from .config import TrainConfig, check_branch
 from .environment import environment
 from .interventions import add_l2_grad, apply_decay, frozen_parameters
 from .interventions.second_moment import AdamFrozenSecondMoment
-from .metrics import (condensation_index, decay_mechanism, evaluate_split, group_norms, ov_qk_alignment,
-                      squared_grad_norm, weight_norm)
+from .metrics import decay_mechanism, evaluate_split, squared_grad_norm, weight_metrics
 from .models import Transformer
 from .store import Run
 from .tasks import make_task
@@ -62,10 +61,11 @@ def eval_splits(cfg: TrainConfig, data) -> dict:
 
 
 def log_metrics(model, splits: dict, step: int, device, rows: list, mechanism: dict | None = None,
-                scores: dict | None = None) -> dict:
+                scores: dict | None = None, weights: dict | None = None) -> dict:
     """Evaluate every split (or take `scores`, {split: evaluate_split's dict}, computed
-    elsewhere), the weight metrics and per-group norms, and (when given) the decay's share of
-    the update (split 'optim'); append tidy rows; return a flat dict."""
+    elsewhere), the weight metrics and per-group norms (or take `weights`, weight_metrics'
+    dict), and (when given) the decay's share of the update (split 'optim'); append tidy
+    rows; return a flat dict."""
     model.eval()
     flat = {}
     for name, split in splits.items():
@@ -73,9 +73,7 @@ def log_metrics(model, splits: dict, step: int, device, rows: list, mechanism: d
         for metric, value in got.items():
             rows.append((step, name, metric, value))
             flat[f"{name}_{metric}"] = value
-    for metric, value in (("weight_norm", weight_norm(model.decayed_weights())),
-                          ("condensation", condensation_index(model)),
-                          ("ov_qk_alignment", ov_qk_alignment(model)), *group_norms(model).items()):
+    for metric, value in (weights if weights is not None else weight_metrics(model)).items():
         rows.append((step, "model", metric, value))
         flat[metric] = value
     for metric, value in (mechanism or {}).items():

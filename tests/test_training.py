@@ -196,3 +196,28 @@ def test_split_sample_cuts_every_per_example_entry():
     assert np.array_equal(a.inputs[:, 0] // 3, a.targets) and np.array_equal(a.extra["lengths"] - 100, a.targets)
     assert np.array_equal(a.extra["vocab"], np.arange(5))                 # not per-example: kept whole
     assert np.array_equal(s.sample(10).targets, a.targets) and s.sample(None) is s and s.sample(n) is s
+
+
+def test_stacked_weight_metrics_equal_each_model_alone():
+    """The engine's batched SVDs give what the one-model metrics give, member by member."""
+    from critwin.empirical.metrics import (condensation_index, group_norms, stacked_weight_metrics, weight_metrics,
+                                           weight_norm)
+    models = []
+    for seed, gamma in ((0, 0.5), (1, 0.8), (2, 1.1)):
+        torch.manual_seed(seed)
+        models.append(Transformer(ModelConfig(d=16, heads=2, layers=2, gamma=gamma), vocab_size=20, seq_len=9))
+    params = {n: torch.stack([dict(m.named_parameters())[n].detach() for m in models])
+              for n, _ in models[0].named_parameters()}
+    stacked = stacked_weight_metrics(models[0], params)
+    for m, got in zip(models, stacked):
+        want = {"weight_norm": weight_norm(m.decayed_weights()), "condensation": condensation_index(m),
+                "ov_qk_alignment": ov_qk_alignment(m), **group_norms(m)}
+        assert got.keys() == want.keys()
+        for key in want:
+            assert got[key] == pytest.approx(want[key], rel=1e-9, abs=1e-12), key
+        assert weight_metrics(m) == pytest.approx(got, rel=1e-12)
+    params["blocks.0.attn.v.weight"][1, 0, 0] = float("nan")     # a diverged member: nan metrics, others as before
+    again = stacked_weight_metrics(models[0], params)
+    assert all(np.isnan(v) for v in again[1].values()) and again[0] == stacked[0] and again[2] == stacked[2]
+    one_layer = Transformer(ModelConfig(d=16, heads=2, layers=1), vocab_size=20, seq_len=9)
+    assert np.isnan(weight_metrics(one_layer)["ov_qk_alignment"])
