@@ -101,3 +101,22 @@ def test_gd_time_scale_matches_the_flow_and_adamw_is_faster():
     steps, traj, _ = integrate_flow(p, init_params(p, [0.8], [0]), [Schedule.none(400)], s.eta, np.arange(0, 401, 2))
     assert abs(o["t1_gd"][0] - crossing_step(steps, traj["x"][:, 0], 1 - s.delta)) <= 4
     assert o["t1_ratio"][0] > 1
+
+
+def test_adam_gain_after_one_step_is_eta_theta_over_the_first_gradient():
+    """After one Adam step v_hat is the first gradient squared, so the logged gain is
+    |eta theta_1 / (|g_0| + eps)| / |theta_1|, computed here from the gradient at init."""
+    from critwin.theory import StylisedSetting
+    from critwin.theory.stylised import loss_and_grads
+    s = StylisedSetting(d=8, keys=4, anchors=3, train_pairs=5)
+    p = build_problem(s)
+    q0 = init_params(p, [0.5, 1.1], [0, 1])
+    _, g0 = loss_and_grads(p, q0)
+    steps, traj, q1 = run_discrete(p, q0, Schedule.none(1), s.eta, "adamw", eval_every=1)
+    assert np.isnan(traj["adam_gain"][0]).all()
+    for e in range(2):
+        num = sum(((s.eta * a[e] / (np.abs(g[e]) + 1e-8)) ** 2).sum() for a, g in zip(q1.arrays(), g0.arrays()))
+        den = sum((a[e] ** 2).sum() for a in q1.arrays())
+        assert traj["adam_gain"][1, e] == pytest.approx(np.sqrt(num / den), rel=1e-9)
+    _, traj_gd, _ = run_discrete(p, q0, Schedule.none(1), s.eta, "gd", eval_every=1)
+    assert "adam_gain" not in traj_gd

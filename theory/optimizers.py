@@ -53,6 +53,8 @@ def run_discrete(p: Problem, q: Params, schedule, eta: float, optimizer: str = "
         steps.append(t)
         obs = order_parameters(p, q)
         obs["reasoning_fraction"] = reasoning_fraction(obs["x"], obs["rho"])
+        if optimizer == "adamw":
+            obs["adam_gain"] = adam_gain(q.arrays(), sq, t, eta, betas[1], eps)
         for k, v in obs.items():
             records.setdefault(k, []).append(v)
 
@@ -93,6 +95,21 @@ def run_discrete(p: Problem, q: Params, schedule, eta: float, optimizer: str = "
             if progress is not None:
                 progress(eval_every)
     return np.array(steps, dtype=float), {k: np.array(v) for k, v in records.items()}, q
+
+
+def adam_gain(arrays, second_moments, t: int, eta: float, beta2: float, eps: float) -> np.ndarray:
+    """Per batch member, |eta theta / (sqrt(v_hat) + eps)| / |theta| over every array: the
+    per-step shrink an L2 penalty of strength 1 would cause through Adam after t steps (the
+    Transformer runs log the same quantity); nan before the first step."""
+    n = arrays[0].shape[0]
+    if t == 0:
+        return np.full(n, np.nan)
+    num, den = np.zeros(n), np.zeros(n)
+    for a, s2 in zip(arrays, second_moments):
+        axes = tuple(range(1, a.ndim))
+        num += ((eta * a / (np.sqrt(s2 / (1 - beta2 ** t)) + eps)) ** 2).sum(axes)
+        den += (a ** 2).sum(axes)
+    return np.sqrt(num / den)
 
 
 def crossing_step(steps: np.ndarray, values: np.ndarray, level: float) -> float:
