@@ -80,6 +80,19 @@ def cmd_summary(args):
     return {"rows": rows, "csv": args.csv}, format_table(rows)
 
 
+def cmd_progress(args):
+    rows = RunStore(args.store).require().in_progress()
+    table = []
+    for r in rows:
+        keys = [k for k in r["last"] if k.endswith(("_acc", "test_event_a")) and not k.startswith("test_ablate")][:4]
+        table.append({"run_id": r["run_id"], "training": r["training"] or "no (killed: the next sweep resumes it)",
+                      "step": r["step"], "of": r["steps"],
+                      "saved_min_ago": None if r["saved_seconds_ago"] is None else round(r["saved_seconds_ago"] / 60, 1),
+                      **{k: round(r["last"][k], 3) for k in keys}, **({"error": r["error"]} if "error" in r else {})})
+    text = format_table(table) if table else f"no run in progress in {args.store}"
+    return {"rows": rows}, text
+
+
 def register_sweep(sub):
     p = sub.add_parser("run", help="run a grid of configs (resumes: stored runs are skipped)")
     p.add_argument("spec", nargs="?", default=None, help="TOML file with [base] and [grid]")
@@ -107,6 +120,11 @@ def register_sweep(sub):
 
 
 def register_runs(sub):
+    p = sub.add_parser("progress", help="runs in progress: who trains them and how far their last saved state got")
+    p.add_argument("--store", default="runs")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_progress)
+
     p = sub.add_parser("summary", help="mean, sd and count of final metrics per group")
     p.add_argument("--store", default="runs")
     p.add_argument("--group-by", default="wd_windows", help="comma-separated config columns")

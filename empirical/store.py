@@ -216,6 +216,36 @@ class RunStore:
         """Forget a run's resume state (once the run is stored)."""
         self.resume_path(run_id).unlink(missing_ok=True)
 
+    def in_progress(self) -> list[dict]:
+        """Runs claimed by a live process or with a resume state: who trains them, how far the
+        last saved state got (step, of steps, its age in seconds, training seconds so far, the
+        last logged metrics). A resume state without a live claim is a killed run that the next
+        sweep of its config continues."""
+        if not self.root.is_dir():
+            return []
+        import torch
+        ids = {p.name[len(CLAIM_PREFIX):] for p in self.root.glob(f"{CLAIM_PREFIX}*")}
+        ids |= {p.name[len(RESUME_PREFIX):-len(".pt")] for p in self.root.glob(f"{RESUME_PREFIX}*.pt")}
+        out = []
+        for rid in sorted(ids):
+            claim = self._claim_path(rid)
+            holder = _read_claim(claim)
+            live = bool(holder) and _claim_live(claim, holder)
+            row = {"run_id": rid, "training": f"{holder.get('host')}:{holder.get('pid')}" if live else None,
+                   "step": None, "steps": None, "saved_seconds_ago": None, "wall_seconds": None, "last": {}}
+            path = self.resume_path(rid)
+            if path.is_file():
+                try:
+                    state = torch.load(path, map_location="cpu", weights_only=False)
+                    row.update(step=int(state["step"]), steps=int(state["config"]["steps"]),
+                               saved_seconds_ago=time.time() - path.stat().st_mtime,
+                               wall_seconds=float(state.get("wall", float("nan"))), last=dict(state.get("last", {})))
+                except Exception as e:  # noqa: BLE001 - a damaged state is reported, and ignored by training
+                    row["error"] = f"unreadable resume state ({type(e).__name__})"
+            if live or path.is_file():
+                out.append(row)
+        return out
+
     def checkpoint(self, run_id: str, step: int) -> dict:
         """The training state `run_id` saved after `step` (its config's `checkpoints`)."""
         import torch

@@ -371,3 +371,25 @@ def test_a_killed_sweep_continues_its_run_in_progress_from_the_resume_state(tmp_
     assert not store.resume_path(cfg.run_id()).exists()
     ids, problems = store.scan()
     assert ids == [cfg.run_id()] and problems == []
+
+
+def test_runs_progress_lists_live_claims_and_resume_states(tmp_path, capsys):
+    from critwin.empirical.train import train
+    store = RunStore(tmp_path)
+    killed = config_from_flat({k: v for k, v in RESUMABLE.items() if k != "dropout"})
+    with pytest.raises(_Killed):
+        train(killed, progress=False, on_steps=_kill_at(30), resume=store.resume_path(killed.run_id()), save_every=0)
+    busy = dataclasses.replace(killed, seed=7)
+    assert store.claim(busy.run_id())
+    (tmp_path / f".resume-{'f' * 16}.pt").write_bytes(b"damaged")
+    rows = {r["run_id"]: r for r in store.in_progress()}
+    assert set(rows) == {killed.run_id(), busy.run_id(), "f" * 16}
+    assert rows[killed.run_id()]["training"] is None and rows[killed.run_id()]["step"] == 20
+    assert rows[killed.run_id()]["steps"] == 60 and "train_acc" in rows[killed.run_id()]["last"]
+    assert rows[busy.run_id()]["training"].endswith(f":{os.getpid()}") and rows[busy.run_id()]["step"] is None
+    assert "unreadable" in rows["f" * 16]["error"]
+    assert main(["runs", "progress", "--store", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "killed: the next sweep resumes it" in out and killed.run_id() in out
+    store.release(busy.run_id())
+    assert main(["runs", "progress", "--store", str(tmp_path / "absent")]) == 2
