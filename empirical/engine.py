@@ -7,7 +7,8 @@ torch.func.vmap over the model of `models/transformer.py`, one optimizer step ov
 tensors (AdamW and SGD act elementwise, so each member's slice steps as it would alone), decay
 as per-member factors. Members with different learning rates take torch's step at lr 1, and
 each member's slice is then moved lr times as far (the optimizers' state does not depend on
-lr). Each member comes back as its own Run, with the run id, metrics and status it would have
+lr). A member whose freezes rebuild the optimizer gets its moments zeroed at each freeze and
+its Adam update redone with its own step count. Each member comes back as its own Run, with the run id, metrics and status it would have
 had alone (float-level differences: batched matmuls round differently).
 """
 from __future__ import annotations
@@ -35,11 +36,10 @@ EVAL_BATCH = 4096        # examples per stacked evaluation forward, all members 
 
 
 def pack_key(cfg: TrainConfig) -> str | None:
-    """Configs with equal keys can train as one pack; None: this one trains alone (freezes that
-    rebuild the optimizer, branches, checkpoints, clipping, dropout, the second-moment
-    intervention, or a task whose examples vary in shape)."""
-    if (cfg.task not in PACK_TASKS or (cfg.freeze and cfg.freeze_optimizer == "rebuild") or cfg.branch
-            or cfg.checkpoints or cfg.clip is not None or cfg.freeze_second_moment is not None
+    """Configs with equal keys can train as one pack; None: this one trains alone (branches,
+    checkpoints, clipping, dropout, the second-moment intervention, or a task whose examples
+    vary in shape)."""
+    if (cfg.task not in PACK_TASKS or cfg.branch or cfg.checkpoints or cfg.clip is not None or cfg.freeze_second_moment is not None
             or cfg.model.dropout > 0):
         return None
     d = cfg.resolved()
@@ -97,6 +97,9 @@ class _Member:
         self.rows, self.last = [], {}
         self.status, self.error = "complete", None
         self.frozen_from: dict = {}      # parameter name -> the step its first freeze starts
+        rebuild = cfg.freeze_optimizer == "rebuild"
+        self.rebuilds = {f.step for f in cfg.freezes()} if rebuild else set()   # steps with a fresh optimizer
+        self.own_step = None             # optimizer steps since its last rebuild (None: none yet)
 
     def set_freezes(self, template) -> None:
         comps = template.components()
@@ -225,6 +228,7 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
         evaluate = (step + 1) % cfg0.eval_every == 0 or step + 1 == steps
         frozen = [m.frozen(step) for m in members]
         ce_sq = _ce_sq(members, params, template, frozen) if evaluate else None
+        own = _rebuild(members, step, params, opt)
         held = _hold(params, opt, frozen)
         with torch.no_grad():
             for n, mask in l2_mask.items():
@@ -232,14 +236,14 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
                 if lam.any():       # decided on the host: no device sync per parameter
                     lam_t = torch.as_tensor(lam, dtype=torch.float32, device=device)
                     params[n].grad.add_(params[n] * per_member(lam_t, params[n]))
-            if one_lr:
-                opt.step()
-            else:
-                before = {n: p.detach().clone() for n, p in params.items()}
-                opt.step()
+            before = {n: p.detach().clone() for n, p in params.items()} if (own or not one_lr) else None
+            opt.step()
+            if not one_lr:
                 lr_t = torch.as_tensor(lrs, dtype=torch.float32, device=device)
                 for n, p in params.items():
                     p.copy_(before[n] + per_member(lr_t, p) * (p - before[n]))
+            if own:
+                _own_adam_step(params, opt, before, {e: members[e].own_step for e in own}, lrs)
             for n, mask in dec_mask.items():
                 lam = dec_lam[step] * mask
                 if lam.any():
@@ -288,6 +292,42 @@ def _restore(params: dict, opt, held: list) -> None:
 
 
 @torch.no_grad()
+def _rebuild(members, step: int, params: dict, opt) -> list[int]:
+    """Members whose config rebuilds the optimizer at a freeze: at the freeze step their slices
+    of every moment are zeroed and their own step count restarts (what a fresh optimizer over
+    the trainable parameters does alone); returns the members that count their own steps."""
+    for e, m in enumerate(members):
+        if step in m.rebuilds:
+            m.own_step = 0
+            for p in params.values():
+                for v in opt.state.get(p, {}).values():
+                    if torch.is_tensor(v) and v.dim() > 0:
+                        v[e] = 0
+    own = [e for e, m in enumerate(members) if m.own_step is not None]
+    for e in own:
+        members[e].own_step += 1
+    return own
+
+
+@torch.no_grad()
+def _own_adam_step(params: dict, opt, before: dict, own_steps: dict, lrs) -> None:
+    """Redo the Adam update of members whose step count is their own (after a rebuild) from
+    the moments the shared step has just updated: torch's AdamW with their bias corrections.
+    SGD's momentum has none, so its shared step is already theirs."""
+    if "betas" not in opt.defaults:
+        return
+    (b1, b2), eps, ams = opt.defaults["betas"], opt.defaults["eps"], opt.defaults.get("amsgrad", False)
+    for n, p in params.items():
+        st = opt.state.get(p)
+        if not st:
+            continue
+        for e, k in own_steps.items():
+            v = st["max_exp_avg_sq"][e] if ams else st["exp_avg_sq"][e]
+            denom = (v.sqrt() / (1 - b2 ** k) ** 0.5).add_(eps)
+            p[e] = before[n][e] - (float(lrs[e]) / (1 - b1 ** k)) * st["exp_avg"][e] / denom
+
+
+@torch.no_grad()
 def _ce_sq(members, params: dict, template, frozen: list) -> list[float]:
     """Per member: the squared norm of its loss gradient over its decayed, unfrozen parameters
     (before any penalty)."""
@@ -319,10 +359,14 @@ def _log(template, params: dict, opt, members, e: int, step: int, lr: float, lam
         for n, p in named.items():
             st = opt.state.get(params[n])
             since = m.frozen_from.get(n)
+            if m.rebuilds and since is not None and since < step:
+                continue                # the rebuilt optimizer does not hold a frozen parameter
             if st and since != 0:       # frozen from the start: alone it would have no state
                 state[p] = {k: (v[e] if torch.is_tensor(v) and v.dim() > 0 else v) for k, v in st.items()}
                 if since is not None and since < step and "step" in st:    # its steps stopped at the freeze
                     state[p]["step"] = torch.as_tensor(float(since))
+                elif m.own_step is not None and "step" in st:              # counted from its last rebuild
+                    state[p]["step"] = torch.as_tensor(float(m.own_step))
         view = SimpleNamespace(defaults=opt.defaults, state=state)
         mech = decay_mechanism(view, template.decayed_parameters(m.cfg.decay_set), lr, lam, m.cfg.decay_form, ce_sq)
     return log_metrics(template, m.scored, step, template.tok.weight.device, m.rows, mech, scores, weights)

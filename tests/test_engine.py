@@ -19,7 +19,7 @@ BASE = TrainConfig(model=ModelConfig(d=16), steps=60, batch_size=32, eval_every=
 TOL = {("optim", "adam_gain"): 0.25, ("optim", "effective_shrink"): 0.25}
 
 
-def assert_matches_alone(cfg, run):
+def assert_matches_alone(cfg, run, skip=()):
     alone = train(cfg, progress=False)
     assert run.run_id == alone.run_id == cfg.run_id()
     assert run.summary["status"] == alone.summary["status"]
@@ -27,6 +27,8 @@ def assert_matches_alone(cfg, run):
     assert list(a[["step", "split", "metric"]].itertuples(index=False)) == \
         list(b[["step", "split", "metric"]].itertuples(index=False))
     for (split, metric), g in a.groupby(["split", "metric"]):
+        if (split, metric) in skip:
+            continue
         vb = b.value.to_numpy()[g.index]
         rtol = TOL.get((split, metric), 1e-4)
         assert np.allclose(vb, g.value, rtol=rtol, atol=1e-7, equal_nan=True), (split, metric)
@@ -99,14 +101,15 @@ def test_a_diverging_member_is_recorded_and_the_others_go_on():
 def test_pack_keys_and_packing():
     assert pack_key(MIXED[0]) == pack_key(MIXED[3]) is not None
     assert pack_key(replace(BASE, lr=1e-3)) == pack_key(BASE) != pack_key(replace(BASE, batch_size=16))
-    for alone in (replace(BASE, freeze=(("layer0", 10),), freeze_optimizer="rebuild"), replace(BASE, clip=1.0),
-                  replace(BASE, task="alchemy_withheld")):
+    for alone in (replace(BASE, checkpoints=(10,)), replace(BASE, clip=1.0), replace(BASE, task="alchemy_withheld")):
         assert pack_key(alone) is None
+    rebuild = replace(BASE, freeze=(("layer0", 10),), freeze_optimizer="rebuild")
+    assert pack_key(rebuild) is not None and pack_key(rebuild) != pack_key(BASE)     # rebuilds pack among themselves
     other = replace(BASE, batch_size=16)
     frozen = replace(BASE, freeze=(("layer0", 10),), freeze_optimizer="rebuild")
     cfgs = [*MIXED, other, frozen]
     got = packs(cfgs, size=3)
-    assert sorted(len(p) for p in got) == [1, 1, 2, 2]          # 4 compatible -> 2 + 2, then batch 16 and the frozen
+    assert sorted(len(p) for p in got) == [1, 1, 2, 2]          # 4 compatible -> 2 + 2, then batch 16 and the rebuild
     assert sorted(c.run_id() for p in got for c in p) == sorted(c.run_id() for c in cfgs)
     assert [len(p) for p in packs(MIXED, size=8, workers=2)] == [2, 2]   # every worker gets a pack
     assert [len(p) for p in packs(MIXED, size=8)] == [4]
@@ -144,3 +147,27 @@ def test_sweep_packs_on_two_workers(tmp_path):
     assert len(res.done) == 4
     for c in MIXED:
         assert RunStore(tmp_path).load(c.run_id()).summary["pack"]["members"] == 2
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "sgd"])
+def test_members_whose_freezes_rebuild_the_optimizer_match_alone(optimizer):
+    """The paper's freezing protocol (a fresh optimizer over the trainable parameters at each
+    freeze), members rebuilding at different steps, one twice, beside one that never freezes."""
+    cfgs = [replace(MIXED[1], freeze=(("layer0", 20),)), replace(MIXED[2], freeze=(("embedding", 0), ("layer1.mlp", 35))),
+            replace(MIXED[0], lr=1e-3 if optimizer == "adamw" else 0.03)]
+    cfgs = [replace(c, optimizer=optimizer, freeze_optimizer="rebuild",
+                    lr=c.lr if c is cfgs[2] else (3e-3 if optimizer == "adamw" else 0.1)) for c in cfgs]
+    assert pack_key(cfgs[0]) == pack_key(cfgs[2]) is not None
+    for c, r in zip(cfgs, train_pack(cfgs, progress=False)):
+        assert_matches_alone(c, r)
+
+
+def test_rebuild_with_amsgrad_matches_alone():
+    """Every metric but Adam's logged gain: 20 steps after a rebuild it is dominated by entries
+    whose exact gradient is 0 and whose second moment restarted from float noise (e.g. layer0.attn
+    frozen at 40: 63 alone against 30 in a pack of one, no pack mates involved), while the weights
+    and every score match."""
+    cfgs = [replace(c, amsgrad=True, freeze_optimizer="rebuild", freeze=f)
+            for c, f in zip(MIXED[:2], ((("layer1", 25),), (("layer0.attn", 40),)))]
+    for c, r in zip(cfgs, train_pack(cfgs, progress=False)):
+        assert_matches_alone(c, r, skip=(("optim", "adam_gain"), ("optim", "effective_shrink")))
