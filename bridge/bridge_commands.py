@@ -126,6 +126,7 @@ def cmd_arrival(args):
 
 def cmd_left_edge(args):
     from ..empirical import RunStore, load_summaries
+    from ..empirical.store import config_columns
     from ..empirical.sweep import make_executor, run_sweep
     from .left_edge import gain_curves, left_edge_table, observed_edges, probe_configs
     if args.task_seeds < 1 or args.seeds < 1:
@@ -145,7 +146,7 @@ def cmd_left_edge(args):
     if not runs:
         return {"rows": []}, f"no probe runs in {args.store} (drop --no-train to train them)"
     curves = gain_curves(runs)
-    base = {**cfgs[0].resolved(), **cfgs[0].resolved()["model"]}
+    base = config_columns(cfgs[0].resolved())
     summaries = load_summaries(args.store, on_corrupt(args))
     observed = observed_edges(summaries, args.reading, args.width, args.threshold, base)
     s_star, table = left_edge_table(curves, observed, args.wd, args.fit_gamma, args.fit_wd, args.fit_edge)

@@ -8,8 +8,9 @@ tensors (AdamW and SGD act elementwise, so each member's slice steps as it would
 as per-member factors. Members with different learning rates take torch's step at lr 1, and
 each member's slice is then moved lr times as far (the optimizers' state does not depend on
 lr). A member whose freezes rebuild the optimizer gets its moments zeroed at each freeze and
-its Adam update redone with its own step count. Each member comes back as its own Run, with the run id, metrics and status it would have
-had alone (float-level differences: batched matmuls round differently).
+its Adam update redone with its own step count. Each member comes back as its own Run, with
+the run id, metrics and status it would have had alone (float-level differences: batched
+matmuls round differently).
 """
 from __future__ import annotations
 
@@ -39,8 +40,8 @@ def pack_key(cfg: TrainConfig) -> str | None:
     """Configs with equal keys can train as one pack; None: this one trains alone (branches,
     checkpoints, clipping, dropout, the second-moment intervention, or a task whose examples
     vary in shape)."""
-    if (cfg.task not in PACK_TASKS or cfg.branch or cfg.checkpoints or cfg.clip is not None or cfg.freeze_second_moment is not None
-            or cfg.model.dropout > 0):
+    if (cfg.task not in PACK_TASKS or cfg.branch or cfg.checkpoints or cfg.clip is not None
+            or cfg.freeze_second_moment is not None or cfg.model.dropout > 0):
         return None
     d = cfg.resolved()
     for k in PACK_FREE:

@@ -46,6 +46,16 @@ class Run:
         return TrainConfig.from_dict(self.config).run_id()
 
 
+def write_atomic(path: Path, blob: bytes) -> None:
+    """Write `blob` to `path` so that a reader finds the old file or the new one, never half of one."""
+    tmp = path.with_name(f"{path.name}.tmp-p{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(blob)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
 def _write_json(path: Path, obj) -> None:
     with open(path, "w") as f:
         json.dump(obj, f, indent=1, sort_keys=True, allow_nan=True)
@@ -343,7 +353,8 @@ def read_run(path) -> Run:
     return Run(config, metrics, summary, env)
 
 
-def _config_columns(config: dict) -> dict:
+def config_columns(config: dict) -> dict:
+    """A resolved config as the flat columns of load_runs / load_summaries (model fields, reading, window)."""
     config = {**ADDED_DEFAULTS, **config}          # runs stored before a field existed had its default
     out = {k: v for k, v in config.items() if not isinstance(v, (list, dict))}
     out.update({**ADDED_MODEL_DEFAULTS, **config["model"]})
@@ -387,7 +398,7 @@ def load_runs(path, on_corrupt: str = "raise") -> pd.DataFrame:
     frames = []
     for rid, run in _collect(path, on_corrupt):
         m = run.metrics.copy()
-        for k, v in _config_columns(run.config).items():
+        for k, v in config_columns(run.config).items():
             m[k] = v
         m.insert(0, "run_id", rid)
         frames.append(m)
@@ -398,7 +409,7 @@ def load_runs(path, on_corrupt: str = "raise") -> pd.DataFrame:
 
 def load_summaries(path, on_corrupt: str = "raise") -> pd.DataFrame:
     """One row per run: run_id, config fields, final_* metrics and run status."""
-    rows = [{"run_id": rid, **_config_columns(run.config),
+    rows = [{"run_id": rid, **config_columns(run.config),
              **{k: v for k, v in run.summary.items() if not isinstance(v, (dict, list))},
              **{f"final_{k}": v for k, v in run.summary.get("final", {}).items()}}
             for rid, run in _collect(path, on_corrupt)]

@@ -21,7 +21,7 @@ from .interventions import add_l2_grad, apply_decay, frozen_parameters
 from .interventions.second_moment import AdamFrozenSecondMoment
 from .metrics import decay_mechanism, evaluate_split, squared_grad_norm, weight_metrics
 from .models import Transformer
-from .store import Run
+from .store import Run, write_atomic
 from .tasks import make_task
 from .tasks.sequence import IGNORE, is_sequence_task, language_model_data
 
@@ -234,20 +234,10 @@ def training_state(cfg: TrainConfig, step: int, model, opt, gen, perm, ptr: int,
     serialized (torch.save); `wall`: the training seconds spent to get there; `checkpoints`:
     those a resumed run has already taken."""
     buf = io.BytesIO()
-    torch.save({"format": 1, "step": step, "wall": wall, "checkpoints": dict(checkpoints or {}), "config": cfg.resolved(), "model": model.state_dict(),
-                "optimizer": opt.state_dict(), "generator": gen.get_state(), "torch_rng": torch.get_rng_state(),
+    torch.save({"format": 1, "step": step, "wall": wall, "checkpoints": dict(checkpoints or {}),
+                "config": cfg.resolved(), "model": model.state_dict(), "optimizer": opt.state_dict(), "generator": gen.get_state(), "torch_rng": torch.get_rng_state(),
                 "perm": perm.cpu(), "ptr": ptr, "rows": list(rows), "last": dict(last)}, buf)
     return buf.getvalue()
-
-
-def write_atomic(path: Path, blob: bytes) -> None:
-    """Write `blob` to `path` so that a reader finds the old file or the new one, never half of one."""
-    tmp = path.with_name(f"{path.name}.tmp-p{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(blob)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def read_resume_state(path, cfg: TrainConfig) -> dict | None:

@@ -11,6 +11,7 @@ from critwin.bridge.cli import main
 from critwin.bridge.left_edge import (early_peak, fit_s_star, gain_curves, left_edge_table, observed_edges,
                                       plateau_end, predicted_edge, probe_configs)
 from critwin.empirical import Run, RunStore, load_summaries
+from critwin.empirical.store import config_columns
 from critwin.empirical.sweep import config_from_flat
 from critwin.errors import ConfigError
 from helpers import save_fake_run
@@ -96,7 +97,7 @@ def test_table_fits_at_one_gamma_and_scores_the_others(tmp_path):
             save_fake_run(store, config_from_flat({"gamma": gamma, "wd": 4e-3, "wd_window_start": onset,
                                                    "wd_width": 5000, "decay_form": "l2",
                                                    "decay_set": "non_embedding"}), ood)
-    base = {**probe_configs([0.5], 1, 1)[0].resolved(), **probe_configs([0.5], 1, 1)[0].resolved()["model"]}
+    base = config_columns(probe_configs([0.5], 1, 1)[0].resolved())
     obs = observed_edges(load_summaries(tmp_path), "l2/non_embedding", 5000, 0.5, base)
     o = obs.set_index("gamma")
     assert (o.loc[0.5].bracket_lo, o.loc[0.5].bracket_hi) == (100, 200) and o.loc[1.1].observed_first == 0

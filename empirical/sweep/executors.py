@@ -100,11 +100,11 @@ def _report_steps(n: int) -> None:
 
 
 def run_config(item) -> dict:
-    """Worker task: train one resolved config, or (config, checkpoint or None[, resume file])
-    for a branch or a resumable run; never raises (errors come back as data)."""
+    """Worker task: train one resolved config, or (config, checkpoint or None, resume file or
+    None) for a run trained alone; never raises (errors come back as data)."""
     from ..config import TrainConfig
     from ..train import train
-    config, start, resume = (tuple(item) + (None,))[:3] if isinstance(item, tuple) else (item, None, None)
+    config, start, resume = item if isinstance(item, tuple) else (item, None, None)
     try:
         _one_thread()
         return {"config": config, "run": train(TrainConfig.from_dict(config), progress=False,

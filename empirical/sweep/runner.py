@@ -98,12 +98,12 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                     bar.update(1)
                     continue
                 held.add(rid)
-                resume = str(store.resume_path(rid)) if len(group) == 1 else None
-                if c.branch is None:
-                    items.append((c.resolved(), None, resume) if resume else c.resolved())
+                if len(group) > 1:          # a pack member: plain config (packs neither branch nor resume)
+                    items.append(c.resolved())
                     continue
                 try:
-                    items.append((c.resolved(), store.checkpoint(*c.branch_point()), resume))
+                    start = store.checkpoint(*c.branch_point()) if c.branch else None
+                    items.append((c.resolved(), start, str(store.resume_path(rid))))
                 except (ConfigError, CorruptRunError) as e:     # no source checkpoint: this run fails, others go on
                     store.save(failed_run(c.resolved(), str(e), ""), replace=rid in damaged)
                     store.release(rid)

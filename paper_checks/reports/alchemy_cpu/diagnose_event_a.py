@@ -1,32 +1,68 @@
-"""Where event-A failures come from (issue 11): trains trial G (d 64, 2 layers, post-LN, sinusoidal positions,
-the /work/runs/alch_I.toml base at 2 layers) for N epochs, then splits held-out and training predictions into
-event A, right features with the wrong reward, and features no stone of the chemistry has, by rotation.
-Run: python diagnose_event_a.py N [TOML] (~7 min for N = 15 on a busy core)."""
-import io, sys, collections, numpy as np, torch
-torch.set_num_threads(1)
-from critwin.empirical.sweep import SweepSpec
-from critwin.empirical.train import train, initial_model
-from critwin.empirical.tasks.alchemy import support_and_query
-from critwin.empirical.tasks.alchemy_chemistry import Chemistry
-spec = SweepSpec.from_toml(sys.argv[2] if len(sys.argv) > 2 else '/work/runs/alch_I.toml')
-base = dict(spec.base); base.update(layers=2, steps=343*int(sys.argv[1]), checkpoints=[343*int(sys.argv[1])])
-cfg = SweepSpec(base).expand()[0]
-run = train(cfg, progress=False)
-print("final", {k: round(v, 3) for k, v in run.summary["final"].items() if "event" in k or k.endswith("acc")})
-model, data = initial_model(cfg)
-st = torch.load(io.BytesIO(run.checkpoints[cfg.steps]), weights_only=False)
-model.load_state_dict(st["model"]); model.eval()
+"""Where event-A failures come from (issue 11): the predictions on 1,320 held-out and 1,320 training
+queries split into event A, right features with the wrong reward, and features no stone of the
+chemistry has, and event A by rotation.
 
-for name in ("test", "train"):
-    sp = data.splits[name].sample(1320)
-    with torch.no_grad():
-        pred = torch.cat([model(torch.as_tensor(sp.inputs[i:i+256]), torch.as_tensor(sp.extra["lengths"][i:i+256])).argmax(-1) for i in range(0, len(sp.targets), 256)]).numpy()
-    stones = sp.extra["chemistry_stones"]
-    kinds = collections.Counter(); by_rot = collections.defaultdict(list)
-    for i, cid in enumerate(sp.extra["chemistry"].tolist()):
-        rot = Chemistry.from_id(cid).rotation
-        a = pred[i] in stones[i]; by_rot[rot].append(a)
-        feats = set(s // 4 for s in stones[i])
-        kinds["A" if a else ("right features, wrong reward" if pred[i] // 4 in feats else "features of no stone")] += 1
-    print(name, "exact", round(float((pred == sp.targets).mean()), 3), {k: round(v / len(pred), 3) for k, v in kinds.items()},
-          "A by rotation", {r: round(float(np.mean(v)), 3) for r, v in sorted(by_rot.items())})
+Run:
+  python diagnose_event_a.py train N     # trial I's spec (trial_I.toml, beside this file) at 2 layers
+                                         # (trial G), trained N epochs here (~7 min for N = 15, busy core)
+  python diagnose_event_a.py state STORE # trial I's model as its resume state in STORE left it
+"""
+import collections
+import io
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from critwin.empirical.store import RunStore
+from critwin.empirical.sweep import SweepSpec
+from critwin.empirical.tasks.alchemy_chemistry import Chemistry
+from critwin.empirical.train import initial_model, train
+
+SPEC = Path(__file__).with_name("trial_I.toml")
+STEPS_PER_EPOCH = 343
+
+
+def model_after_training(epochs: int):
+    base = dict(SweepSpec.from_toml(SPEC).base)
+    steps = STEPS_PER_EPOCH * epochs
+    cfg = SweepSpec({**base, "layers": 2, "steps": steps, "checkpoints": [steps]}).expand()[0]
+    run = train(cfg, progress=False)
+    print("final", {k: round(v, 3) for k, v in run.summary["final"].items() if "event" in k or k.endswith("acc")})
+    return cfg, torch.load(io.BytesIO(run.checkpoints[steps]), weights_only=False)["model"]
+
+
+def model_from_resume_state(store: str):
+    cfg = SweepSpec.from_toml(SPEC).expand()[0]
+    state = torch.load(RunStore(store).resume_path(cfg.run_id()), map_location="cpu", weights_only=False)
+    print(f"resume state at step {state['step']} (epoch {state['step'] / STEPS_PER_EPOCH:.1f})")
+    return cfg, state["model"]
+
+
+def diagnose(cfg, weights) -> None:
+    model, data = initial_model(cfg)
+    model.load_state_dict(weights)
+    model.eval()
+    for name in ("test", "train"):
+        sp = data.splits[name].sample(1320)
+        with torch.no_grad():
+            pred = torch.cat([model(torch.as_tensor(sp.inputs[i:i + 256]),
+                                    torch.as_tensor(sp.extra["lengths"][i:i + 256])).argmax(-1)
+                              for i in range(0, len(sp.targets), 256)]).numpy()
+        stones = sp.extra["chemistry_stones"]
+        kinds, by_rot = collections.Counter(), collections.defaultdict(list)
+        for i, cid in enumerate(sp.extra["chemistry"].tolist()):
+            a = pred[i] in stones[i]
+            by_rot[Chemistry.from_id(cid).rotation].append(a)
+            feats = {s // 4 for s in stones[i]}       # class = features * 4 + reward index
+            kinds["A" if a else ("right features, wrong reward" if pred[i] // 4 in feats else "features of no stone")] += 1
+        print(name, "exact", round(float((pred == sp.targets).mean()), 3),
+              {k: round(v / len(pred), 3) for k, v in kinds.items()},
+              "A by rotation", {r: round(float(np.mean(v)), 3) for r, v in sorted(by_rot.items())})
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    mode, arg = sys.argv[1], sys.argv[2]
+    diagnose(*(model_after_training(int(arg)) if mode == "train" else model_from_resume_state(arg)))
