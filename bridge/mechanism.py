@@ -50,6 +50,51 @@ def max_second_moment(cfg):
     return replace(cfg, amsgrad=True)
 
 
+INTERVENTIONS = ("matched-shrink", "amsgrad", "frozen-v")
+
+
+def intervention_config(cfg, metrics, kind: str, from_step: int | None = None):
+    """The intervention `kind` applied to a stored L2 run (its config and logged metrics)."""
+    if kind == "matched-shrink":
+        return matched_decoupled(cfg, metrics)
+    if kind == "amsgrad":
+        return max_second_moment(cfg)
+    if kind == "frozen-v":
+        if from_step is None or from_step < 1 or from_step >= cfg.steps:
+            raise ConfigError("from_step", from_step, f"the step Adam's second moment is held from, 1..{cfg.steps - 1}")
+        return frozen_second_moment(cfg, from_step)
+    raise ConfigError("kind", kind, "one of " + ", ".join(INTERVENTIONS))
+
+
+def _in_windows(steps: np.ndarray, windows) -> np.ndarray:
+    return np.any([(steps >= a) & (steps <= b) for a, b, _ in windows], axis=0) if windows else steps < 0
+
+
+def intervention_table(pairs) -> pd.DataFrame:
+    """Per (source run, intervention run or None): final OOD and train accuracy of both, and
+    the lowest train accuracy each reaches while the source's decay is on (did the fit break?)."""
+    rows = []
+    for src, out in pairs:
+        c = src.config
+        wins = [tuple(w) for w in c["wd_windows"]]
+        sched = ";".join(f"{a:g}:{b:g}@{v:g}" for a, b, v in wins)
+        rec = {"schedule": sched, "gamma": c["model"]["gamma"], "task_seed": c["task_seed"], "seed": c["seed"],
+               "source": src.run_id, "intervention": out.run_id if out is not None else None}
+        for name, run in (("source", src), ("intervention", out)):
+            if run is None or run.summary.get("status") != "complete":
+                rec.update({f"{name}_ood": float("nan"), f"{name}_train": float("nan"),
+                            f"{name}_min_train_in_window": float("nan")})
+                continue
+            m = run.metrics
+            tr = m[(m.split == "train") & (m.metric == "acc")].sort_values("step")
+            ood = m[(m.split == "ood") & (m.metric == "acc")].sort_values("step")
+            inside = tr.value.to_numpy()[_in_windows(tr.step.to_numpy(), wins)]
+            rec.update({f"{name}_ood": float(ood.value.iloc[-1]), f"{name}_train": float(tr.value.iloc[-1]),
+                        f"{name}_min_train_in_window": float(inside.min()) if len(inside) else float("nan")})
+        rows.append(rec)
+    return pd.DataFrame(rows)
+
+
 STATE_METRICS = (("train", "acc"), ("ood", "acc"), ("train", "loss"), ("model", "weight_norm"),
                  ("model", "condensation"), ("model", "ov_qk_alignment"), ("optim", "effective_shrink"),
                  ("optim", "second_moment"), ("optim", "l2_over_ce"))

@@ -260,6 +260,34 @@ def test_mechanism_interventions_build_configs():
         TrainConfig(**TINY, optimizer="sgd", freeze_second_moment=5)
 
 
+def test_intervene_command_trains_the_matched_run_and_reads_it_back(tmp_path, capsys):
+    """The command finds the stored l2 run, trains its matched decoupled twin into the same store
+    (under the id matched_decoupled gives it) and reports both; the twin's logged shrink per step
+    is the source's, interval by interval; a second call only reads."""
+    from critwin.bridge.mechanism import matched_decoupled
+    from critwin.empirical import RunStore
+    store = RunStore(tmp_path / "s")
+    cfg = TrainConfig(**TINY, wd_windows=((0.0, 40.0, 0.5),), decay_form="l2", decay_set="non_embedding")
+    src = train(cfg, progress=False)
+    store.save(src)
+    store.save(train(TrainConfig(**TINY), progress=False))          # no decay: never a source
+    argv = ["bridge", "intervene", "--store", str(store.root), "--match", "0:40@0.5", "--workers", "1",
+            "--no-progress", "--json"]
+    assert main(argv) == 0
+    d = json.loads(capsys.readouterr().out)
+    twin = matched_decoupled(cfg, src.metrics).run_id()
+    assert [r["intervention"] for r in d["rows"]] == [twin] and store.status(twin) == "complete"
+    eff = lambda run: run.metrics[(run.metrics.split == "optim") & (run.metrics.metric == "effective_shrink")]
+    np.testing.assert_allclose(eff(store.load(twin)).value, eff(src).value, rtol=1e-6)
+    row = d["rows"][0]
+    assert row["source"] == src.run_id and np.isfinite(row["intervention_ood"]) and row["schedule"] == "0:40@0.5"
+    assert main(argv + ["--no-train"]) == 0 and json.loads(capsys.readouterr().out)["rows"] == d["rows"]
+    assert main(["bridge", "intervene", "--store", str(store.root), "--match", "5000:10000@0.004", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == []
+    assert main(["bridge", "intervene", "--store", str(store.root), "--match", "0:40@0.5", "--kind", "frozen-v"]) != 0
+    assert "from_step=None is invalid" in capsys.readouterr().err
+
+
 def test_ranking_uses_only_rows_measured_under_every_reading():
     rows = [("W2", "no decay"), ("W2", "window [0,5000) 4e-3"), ("W1", "window [5000,10000) 4e-3")]
     vals = {"a": {"no decay": 0.15, "window [0,5000) 4e-3": 0.6, "window [5000,10000) 4e-3": 0.93},
