@@ -124,6 +124,14 @@ def cmd_arrival(args):
     return payload, "\n".join(text)
 
 
+def recipe_t1(cfg, gamma: float) -> float:
+    """The paper recipe's left edge t1 (steps) for a config at this gamma (permutation targets)."""
+    from .. import theory as th
+    from .compare import config_setting
+    (row,) = th.predict(config_setting(cfg, gamma=gamma, targets="permutation"), gamma, "recipe")
+    return float(row["t1_steps"])
+
+
 def cmd_left_edge(args):
     from ..empirical import RunStore, load_summaries
     from ..empirical.store import config_columns
@@ -150,13 +158,15 @@ def cmd_left_edge(args):
     summaries = load_summaries(args.store, on_corrupt(args))
     observed = observed_edges(summaries, args.reading, args.width, args.threshold, base)
     s_star, table = left_edge_table(curves, observed, args.wd, args.fit_gamma, args.fit_wd, args.fit_edge)
+    table["recipe_t1"] = [recipe_t1(cfgs[0], g) for g in table.gamma]
     held = table[~table.fitted & table.in_bracket.notna()]
     payload = {"s_star": s_star, "probe_runs": len(runs), "rows": table.to_dict(orient="records"),
                "held_out_in_bracket": int(held.in_bracket.sum()), "held_out_cells": int(len(held))}
     text = [f"penalty shrink lambda * adam_gain(t) of {len(runs)} no-decay probe runs ({args.probe_steps} steps,"
             f" logged every {args.probe_every}); s* = {s_star:.4g} per step, fitted at gamma {args.fit_gamma:g},"
             f" wd {args.fit_wd:g}",
-            "predicted edge: first logged step after the early peak with lambda * gain <= s* (0: the peak stays below s*);"
+            "predicted edge: first logged step after the early peak with lambda * gain <= s* (0: the peak stays below s*;"
+            " recipe_t1: the paper's recipe, which does not depend on gamma or lambda);"
             f" observed: first onset with mean final OOD >= {args.threshold} ({args.reading}, width {args.width:g}),"
             " the true edge in (bracket_lo, bracket_hi]",
             format_table(payload["rows"]),

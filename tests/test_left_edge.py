@@ -131,6 +131,8 @@ def test_left_edge_command_trains_probes_and_reads_the_store(tmp_path, capsys):
     rows = {(r["gamma"], r["wd"]): r for r in out["rows"]}
     assert rows[(0.5, 0.004)]["fitted"] and (rows[(0.5, 0.004)]["bracket_lo"], rows[(0.5, 0.004)]["bracket_hi"]) == (50, 100)
     assert len(rows) == 6
+    t1 = {r["recipe_t1"] for r in out["rows"]}      # the recipe's memorization time: Theta(1) in gamma, no lambda
+    assert len(t1) == 1 and 100 < t1.pop() < 1000
     ids, _ = RunStore(store).scan()
     assert len(ids) == 5                                       # two probes stored beside the three onset runs
     # read again without training: the same answer from the store
