@@ -135,7 +135,8 @@ def recipe_t1(cfg, gamma: float) -> float:
 def cmd_left_edge(args):
     from ..empirical import RunStore, load_summaries
     from ..empirical.store import config_columns
-    from ..empirical.sweep import make_executor, run_sweep
+    from ..empirical.sweep import run_sweep
+    from .sweep_commands import executor_from
     from .left_edge import gain_curves, left_edge_table, observed_edges, probe_configs
     if args.task_seeds < 1 or args.seeds < 1:
         raise ConfigError("task_seeds" if args.task_seeds < 1 else "seeds", min(args.task_seeds, args.seeds),
@@ -143,11 +144,8 @@ def cmd_left_edge(args):
     cfgs = probe_configs(args.gamma, args.task_seeds, args.seeds, args.probe_steps, args.probe_every)
     store = RunStore(args.store)
     if args.train:
-        ex = make_executor(args.executor, args.workers, args.scheduler, args.pack)
-        try:
+        with executor_from(args) as ex:
             run_sweep(cfgs, store, ex, progress=not args.no_progress)
-        finally:
-            ex.close()
     else:
         reader(args)
     runs = [r for r in (store.complete(c.run_id()) for c in cfgs) if r is not None]
@@ -179,7 +177,8 @@ def cmd_left_edge(args):
 
 def cmd_intervene(args):
     from ..empirical import RunStore, TrainConfig, load_summaries
-    from ..empirical.sweep import make_executor, run_sweep
+    from ..empirical.sweep import run_sweep
+    from .sweep_commands import executor_from
     from .mechanism import intervention_config, intervention_table, variant_label
     summaries = load_summaries(reader(args), on_corrupt(args))
     if summaries.empty:
@@ -213,11 +212,8 @@ def cmd_intervene(args):
         return {"rows": [], "unusable": unusable}, (f"none of the {len(unusable)} matching runs logged the effective"
                                                     " shrink (split 'optim'); retrain them to match it")
     if args.train:
-        ex = make_executor(args.executor, args.workers, args.scheduler, args.pack)
-        try:
+        with executor_from(args) as ex:
             run_sweep(cfgs, store, ex, progress=not args.no_progress)
-        finally:
-            ex.close()
     pairs = [(src, store.complete(c.run_id())) for src, c in zip(sources, cfgs)]
     table = intervention_table(pairs).sort_values(["schedule", "task_seed", "seed"]).reset_index(drop=True)
     rows = table.to_dict(orient="records")

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from ..empirical import RunStore
 from ..empirical.config import DEVICES
-from ..empirical.sweep import make_executor
 from ..errors import ConfigError
 from ..paper_checks import CHECKS, CLAIM_IDS, SIZES, write_result
 from .figures import plot_check
-from .sweep_commands import add_executor_args
+from .sweep_commands import add_executor_args, executor_from
 from .train_commands import add_reading_args
 from .table import format_table
 
@@ -32,9 +31,8 @@ def cmd_check(args):
     store = RunStore(args.store)
     if not args.train and any(hasattr(CHECKS[i], "configs") for i in ids):
         store.require()
-    ex = make_executor(args.executor, args.workers, args.scheduler, args.pack)
     results, text = [], []
-    try:
+    with executor_from(args) as ex:
         for i in ids:
             res = CHECKS[i].run(args.size, store, ex, not args.no_progress, train=args.train, **variation_args(args))
             if args.results:
@@ -45,8 +43,6 @@ def cmd_check(args):
             text += [f"{res['id']} | {res['claim']}", format_table([_fmt_row(r) for r in res["rows"]]),
                      f"verdict: {res['verdict']}" + (f" (tolerance {res['tolerance']})" if "tolerance" in res else ""),
                      ""]
-    finally:
-        ex.close()
     summary = [{"id": r["id"], "verdict": r["verdict"]} for r in results]
     text.append(format_table(summary))
     if args.results:

@@ -173,18 +173,14 @@ def cmd_phase(args):
     from pathlib import Path
 
     from ..empirical import RunStore
-    from ..empirical.sweep import make_executor
+    from .sweep_commands import executor_from
     from .figures import plot_phase
     grid = PhaseGrid(Reading.parse(args.reading), tuple(args.gamma), tuple(args.wd), tuple(args.onsets),
                      args.width, args.steps, args.task_seeds, args.seeds, args.size)
     if not args.train and not Path(args.store).is_dir():
         raise ConfigError("store", args.store, "an existing run store folder (or drop --no-train)")
-    ex = make_executor(args.executor, args.workers, args.scheduler, args.pack) if args.train else None
-    try:
+    with executor_from(args, args.train) as ex:
         pm = measure(grid, RunStore(args.store), ex, args.train, not args.no_progress, args.threshold)
-    finally:
-        if ex is not None:
-            ex.close()
     if args.methods:
         pm.predicted = predictions(grid, tuple(args.methods), args.threshold)
     out = Path(args.out)

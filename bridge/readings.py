@@ -208,7 +208,7 @@ def render(res: ReadingsResult, top_rows: int = 1) -> str:
 
 def cmd_readings(args):
     from ..empirical import RunStore
-    from ..empirical.sweep import make_executor
+    from .sweep_commands import executor_from
     from .figures import plot_readings
     readings = [Reading.parse(t) for t in args.reading] if args.reading else list(DEFAULT_READINGS)
     claims = tuple(c.strip().upper() for c in args.claims.split(",")) if args.claims else RANKED_CLAIMS
@@ -219,12 +219,8 @@ def cmd_readings(args):
     if not args.train and not Path(args.store).is_dir():
         raise ConfigError("store", args.store, "an existing run store folder (or --train to create one)")
     store = RunStore(args.store)
-    ex = make_executor(args.executor, args.workers, args.scheduler, args.pack) if args.train else None
-    try:
+    with executor_from(args, args.train) as ex:
         res = measure(readings, rows, store, args.task_seeds, args.seeds, ex, args.train, not args.no_progress)
-    finally:
-        if ex is not None:
-            ex.close()
     missing = int(res.per_run.measured.isna().sum())
     if missing:
         res.notes.append(f"\n{missing} of {len(res.per_run)} planned runs are not (completely) in {args.store}:"

@@ -262,7 +262,8 @@ def cmd_plasticity(args):
     from pathlib import Path
 
     from ..empirical import RunStore
-    from ..empirical.sweep import SweepSpec, make_executor
+    from ..empirical.sweep import SweepSpec
+    from .sweep_commands import executor_from
     from .table import format_table
     base = SweepSpec().with_sets(args.set).base
     if args.every < 1 or args.stop <= args.start:
@@ -271,9 +272,8 @@ def cmd_plasticity(args):
     store = RunStore(args.store)
     components = [c.strip() for c in args.component.split(",") if c.strip()]
     metrics = [m.strip() for m in args.metric.split(",") if m.strip()]
-    ex = make_executor(args.executor, args.workers, args.scheduler, args.pack) if args.train else None
     tables = []
-    try:
+    with executor_from(args, args.train) as ex:
         for comp in components:
             for k, metric in enumerate(metrics):    # the runs train once, for the first metric
                 per_run, table = plasticity_window(base, comp, steps, range(args.seeds), store, metric, args.split,
@@ -284,9 +284,6 @@ def cmd_plasticity(args):
                     tables.append(table.assign(component=comp, metric=metric,
                                                baseline_stage=float(np.nanmedian(base_t)) if base_t.notna().any()
                                                else float("nan")))
-    finally:
-        if ex is not None:
-            ex.close()
     import pandas as pd
     table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     out = Path(args.out)

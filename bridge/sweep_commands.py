@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..empirical import RunStore
@@ -21,6 +22,18 @@ def add_executor_args(p):
                         " cuda; 1 on cpu, where packing does not pay: benchmarks/bench_engine.py)")
 
 
+@contextmanager
+def executor_from(args, enabled: bool = True):
+    """The executor a command's --executor / --workers / --scheduler / --pack ask for (None when
+    the command will not train), closed when the block ends, however it ends."""
+    ex = make_executor(args.executor, args.workers, args.scheduler, args.pack) if enabled else None
+    try:
+        yield ex
+    finally:
+        if ex is not None:
+            ex.close()
+
+
 def _executor_args(p):
     add_executor_args(p)
     p.add_argument("--store", default="runs", help="run store folder")
@@ -37,12 +50,9 @@ def _spec(args) -> SweepSpec:
 
 def cmd_run(args):
     configs = _spec(args).expand()         # every point validated before anything runs
-    ex = make_executor(args.executor, args.workers, args.scheduler, args.pack)
     t0 = time.perf_counter()
-    try:
+    with executor_from(args) as ex:
         res = run_sweep(configs, RunStore(args.store), ex, args.retry_failed, not args.no_progress)
-    finally:
-        ex.close()
     payload = {**res.to_dict(), "store": str(Path(args.store)), "executor": args.executor,
                "wall_seconds": time.perf_counter() - t0, "run_ids": [c.run_id() for c in configs]}
     text = [f"{res.describe()} ({payload['wall_seconds']:.1f} s, executor {args.executor})"]
@@ -55,13 +65,10 @@ def cmd_edge(args):
     base = {**base, **SweepSpec().with_sets(args.set).base}
     if args.param == "wd_window_start":       # an onset search: one window of --width at --wd
         base.update(wd=args.wd, wd_width=args.width)
-    ex = make_executor(args.executor, args.workers, args.scheduler, args.pack)
-    try:
+    with executor_from(args) as ex:
         out = find_edge(base, args.param, args.lo, args.hi, args.resolution, args.threshold,
                         range(args.seeds), args.metric, RunStore(args.store), ex, not args.no_progress,
                         None if args.task_seeds is None else range(args.task_seeds))
-    finally:
-        ex.close()
     text = [format_table(out["evaluations"]),
             f"edge of mean {out['metric']} >= {out['threshold']}: {out['edge'] or out.get('message')}"
             + (f" (90% seed-bootstrap interval {out['edge_ci']})" if out.get("edge_ci") else ""),
