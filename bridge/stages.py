@@ -202,35 +202,41 @@ def register(p):
 
 
 def plasticity_configs(base: dict, component: str, freeze_steps, seeds, branch: bool = True) -> dict:
-    """{(t_f or None for the baseline, seed): config}: baselines (with a checkpoint at every
-    t_f when branching) and the runs frozen from each t_f (branched from those checkpoints)."""
+    """{(t_f or None for the baseline, seed): config}: baselines from the flat config `base` (with
+    a checkpoint at every t_f when branching) and the runs frozen from each t_f (`frozen_configs`)."""
     from ..empirical.sweep import config_from_flat
     points = sorted({int(tf) for tf in freeze_steps if tf >= 1}) if branch else []
-    cfgs = {(None, s): config_from_flat({**base, "seed": s, **({"checkpoints": points} if points else {})})
-            for s in seeds}
+    baselines = {s: config_from_flat({**base, "seed": s, **({"checkpoints": points} if points else {})}) for s in seeds}
+    return frozen_configs(baselines, component, freeze_steps)
+
+
+def frozen_configs(baselines: dict, component: str, freeze_steps, branch: bool = True) -> dict:
+    """{(None, seed): baseline} and, per t_f and seed, the baseline with `component` frozen from
+    t_f on: branched from the baseline's checkpoint at t_f where it has one (and `branch`), else
+    trained from step 0."""
+    from dataclasses import replace
+    cfgs = {(None, s): b for s, b in baselines.items()}
     for tf in freeze_steps:
-        for s in seeds:
-            src = f"{cfgs[(None, s)].run_id()}@{int(tf)}" if int(tf) in points else None
-            cfgs[(tf, s)] = config_from_flat({**base, "seed": s, "freeze": f"{component}@{int(tf)}",
-                                              **({"branch": src} if src else {})})
+        tf = int(tf)
+        for s, b in baselines.items():
+            cfgs[(tf, s)] = replace(b, checkpoints=(), freeze=b.freeze + ((component, tf),),
+                                    branch=f"{b.run_id()}@{tf}" if branch and tf in b.checkpoints else None)
     return cfgs
 
 
-def plasticity_window(base: dict, component: str, freeze_steps, seeds, store, metric: str = "event_c",
-                      split: str = "test", delay: float = 0.0, n: int = 3, executor=None, train: bool = True,
-                      progress: bool = True, branch: bool = True):
-    """Freeze `component` from each step t_f to the end, detect the stage of `metric` per run,
-    and compare with the unfrozen baseline: delta = stage time (frozen) - stage time (baseline),
-    a stage never reached counting as the end of training. The window is the t_f where the
-    mean delta over seeds exceeds `delay`. branch: the baseline saves a checkpoint at every
-    t_f and each frozen run starts there (same numbers as training it from step 0, which
-    branch=False does, at up to half the cost)."""
+def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "test", delay: float = 0.0,
+                      n: int = 3, executor=None, train: bool = True, progress: bool = True):
+    """Per run of `cfgs` (`plasticity_configs` or `frozen_configs`): freeze a component from each
+    step t_f to the end, detect the stage of `metric` per run, and compare with the unfrozen
+    baseline: delta = stage time (frozen) - stage time (baseline), a stage never reached counting
+    as the end of training. The window is the t_f where the mean delta over seeds exceeds
+    `delay`. Frozen runs that branch from the baseline's checkpoint at t_f have the same numbers
+    as training them from step 0, at up to half the cost."""
     import pandas as pd
 
     from ..empirical.sweep import run_sweep
-    cfgs = plasticity_configs(base, component, freeze_steps, seeds, branch)
     if train:       # baselines first: the frozen runs start from their checkpoints
-        run_sweep([cfgs[(None, s)] for s in seeds], store, executor, progress=progress)
+        run_sweep([c for k, c in cfgs.items() if k[0] is None], store, executor, progress=progress)
         run_sweep([c for k, c in cfgs.items() if k[0] is not None], store, executor, progress=progress)
     tau = STAGE_TAUS.get(metric, 0.9)
     rows = []
@@ -258,27 +264,58 @@ def plasticity_window(base: dict, component: str, freeze_steps, seeds, store, me
     return per_run, table
 
 
+def plasticity_plan(args, store):
+    """(component -> configs, freeze steps) of a `critwin plasticity` call: from --set (a fresh
+    baseline per seed, checkpointed at every freeze step) or from a stored --baseline run (its
+    seed and the next ones, frozen at its own checkpoints unless --every says otherwise)."""
+    from dataclasses import replace
+
+    from ..empirical import TrainConfig
+    from ..empirical.sweep import SweepSpec
+    components = [c.strip() for c in args.component.split(",") if c.strip()]
+    if args.baseline is None:
+        start, stop, every = (0 if args.start is None else args.start, 3000 if args.stop is None else args.stop,
+                              500 if args.every is None else args.every)
+    else:
+        if args.set:
+            raise ConfigError("set", args.set, "nothing with --baseline (the stored run's config is the base)")
+        run = store.complete(args.baseline)
+        if run is None:
+            raise ConfigError("baseline", args.baseline, f"the id of a complete run in {store.root}")
+        b = TrainConfig.from_dict(run.config)
+        if args.every is None:
+            steps = [c for c in b.checkpoints if (args.start or 0) <= c <= (b.steps - 1 if args.stop is None else args.stop)]
+            if not steps:
+                raise ConfigError("baseline", args.baseline, "a run with checkpoints inside training (or give --every)")
+        start, stop, every = (args.start or 0, b.steps - 1 if args.stop is None else args.stop, args.every)
+    if args.baseline is None or args.every is not None:
+        if every is None or every < 1 or stop <= start:
+            raise ConfigError("every", every, "a positive step between --start and a larger --stop")
+        steps = list(range(start, stop + 1, every))
+    seeds = range(args.seeds if args.seeds is not None else (2 if args.baseline is None else 1))
+    if args.baseline is None:
+        base = SweepSpec().with_sets(args.set).base
+        return {c: plasticity_configs(base, c, steps, seeds, args.branch) for c in components}, steps
+    baselines = {b.seed + k: replace(b, seed=b.seed + k) for k in seeds}
+    return {c: frozen_configs(baselines, c, steps, args.branch) for c in components}, steps
+
+
 def cmd_plasticity(args):
     from pathlib import Path
 
     from ..empirical import RunStore
-    from ..empirical.sweep import SweepSpec
     from .sweep_commands import executor_from
     from .table import format_table
-    base = SweepSpec().with_sets(args.set).base
-    if args.every < 1 or args.stop <= args.start:
-        raise ConfigError("every", args.every, "a positive step between --start and a larger --stop")
-    steps = list(range(args.start, args.stop + 1, args.every))
     store = RunStore(args.store)
-    components = [c.strip() for c in args.component.split(",") if c.strip()]
+    plans, steps = plasticity_plan(args, store)
+    components = list(plans)
     metrics = [m.strip() for m in args.metric.split(",") if m.strip()]
     tables = []
     with executor_from(args, args.train) as ex:
-        for comp in components:
+        for comp, cfgs in plans.items():
             for k, metric in enumerate(metrics):    # the runs train once, for the first metric
-                per_run, table = plasticity_window(base, comp, steps, range(args.seeds), store, metric, args.split,
-                                                   args.delay, args.n, ex, args.train and k == 0,
-                                                   not args.no_progress, args.branch)
+                per_run, table = plasticity_window(cfgs, store, metric, args.split, args.delay, args.n, ex,
+                                                   args.train and k == 0, not args.no_progress)
                 if len(table):
                     base_t = per_run[per_run.freeze_step.isna()].stage_step
                     tables.append(table.assign(component=comp, metric=metric,
@@ -308,10 +345,15 @@ def register_plasticity(p):
     p.add_argument("--set", action="append", metavar="KEY=V", help="base config (e.g. task=alchemy_withheld)")
     p.add_argument("--component", default="layer0",
                    help="comma-separated: embedding, layerI, layerI.attn, layerI.mlp, unembed (e.g. embedding,layer0,layer1)")
-    p.add_argument("--start", type=int, default=0)
-    p.add_argument("--stop", type=int, default=3000)
-    p.add_argument("--every", type=int, default=500, help="freeze steps start, start+every, ..., stop")
-    p.add_argument("--seeds", type=int, default=2)
+    p.add_argument("--baseline", default=None, metavar="RUN_ID",
+                   help="a stored run to freeze from (instead of --set): its config is the base, the frozen runs"
+                        " branch from its checkpoints (the freeze steps, unless --every is given)")
+    p.add_argument("--start", type=int, default=None, help="first freeze step (default 0)")
+    p.add_argument("--stop", type=int, default=None, help="last freeze step (default 3000; --baseline: its end)")
+    p.add_argument("--every", type=int, default=None,
+                   help="freeze steps start, start+every, ..., stop (default 500; --baseline: its checkpoints)")
+    p.add_argument("--seeds", type=int, default=None,
+                   help="seeds per freeze step (default 2; --baseline: 1, the baseline's; more add the next seeds)")
     p.add_argument("--metric", default="event_c", help="comma-separated stage curves, e.g. event_a,event_b,event_c")
     p.add_argument("--split", default="test")
     p.add_argument("--delay", type=float, default=0.0, help="the window: mean delay above this many steps")

@@ -269,7 +269,8 @@ class PlasticityCheck:
 
     def plan(self, size: str, seeds: int | None = None):
         n_seeds = _seed_count(size, seeds, self.seeds)
-        flat = alchemy_flat(size, "withheld", None, PAPER_EPOCHS if size == "paper" else None)
+        flat = {**alchemy_flat(size, "withheld", None, PAPER_EPOCHS if size == "paper" else None),
+                "freeze_optimizer": "rebuild"}          # the paper's protocol: a fresh optimizer over the rest
         every = flat["steps"] // (self.points + 1)
         grid = [every * k for k in range(1, self.points + 1)]
         comps = ["embedding"] + [f"layer{i}" for i in range(flat.get("layers", 2))]
@@ -284,15 +285,15 @@ class PlasticityCheck:
 
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True, train: bool = True,
             wd_scale: float = 1.0, seeds: int | None = None, device: str = "cpu", **ignored) -> dict:
-        from ..bridge.stages import plasticity_window
+        from ..bridge.stages import plasticity_configs, plasticity_window
         _no_decay_scaling(wd_scale)
         flat, grid, comps, seed_range, every = self.plan(size, seeds)
         if device != "cpu":
             flat = {**flat, "device": device}
         rows, windows, last = [], {}, {}
         for comp in comps:
-            _, table = plasticity_window(flat, comp, grid, seed_range, store, self.metric, "test", every, 3,
-                                         executor, train, progress, True)
+            _, table = plasticity_window(plasticity_configs(flat, comp, grid, seed_range), store, self.metric, "test",
+                                         every, 3, executor, train, progress)
             windows[comp] = float(table.in_window.sum() * every) if len(table) else float("nan")
             last[comp] = float(table.delta_mean.iloc[-1]) if len(table) else float("nan")
             rows.append({"value": f"{comp}: window length (steps)", "paper": None, "measured": windows[comp],

@@ -86,7 +86,7 @@ def test_plasticity_window_from_stored_curves(tmp_path, capsys):
     exceeds the threshold; a stage never reached counts as the end of training."""
     import pandas as pd
 
-    from critwin.bridge.stages import plasticity_window
+    from critwin.bridge.stages import plasticity_configs, plasticity_window
     from critwin.empirical import Run, RunStore
     from critwin.empirical.sweep import config_from_flat
     store = RunStore(tmp_path / "runs")
@@ -99,8 +99,8 @@ def test_plasticity_window_from_stored_curves(tmp_path, capsys):
             curve = staged_curve(rise_at=(t,), levels=(0.1, 0.97)) if t else np.full(len(STEPS), 0.1)
             m = pd.DataFrame({"step": STEPS.astype("int64"), "split": "test", "metric": "event_c", "value": curve})
             store.save(Run(cfg.resolved(), m, {"status": "complete", "final": {}}, {}))
-    _, table = plasticity_window(base, "layer0", [100, 400, 1000], [0, 1], store, delay=100, train=False,
-                                 branch=False)
+    _, table = plasticity_window(plasticity_configs(base, "layer0", [100, 400, 1000], [0, 1], branch=False), store,
+                                 delay=100, train=False)
     t = table.set_index("freeze_step")
     assert t.loc[100, "delta_mean"] == 1000 and t.loc[400, "delta_mean"] == 1500 and t.loc[1000, "delta_mean"] == 0
     assert list(t.in_window) == [True, True, False] and t.loc[400, "reached"] == 0.0
@@ -119,16 +119,50 @@ def test_plasticity_window_from_stored_curves(tmp_path, capsys):
 def test_plasticity_by_branching_equals_training_each_run_from_zero(tmp_path):
     """The baseline's checkpoints let each frozen run start at t_f: same per-run stage times as
     the same runs trained from step 0."""
-    from critwin.bridge.stages import plasticity_window
+    from critwin.bridge.stages import plasticity_configs, plasticity_window
     from critwin.empirical import RunStore
     from critwin.empirical.sweep import LocalExecutor
     base = {"steps": 60, "d": 16, "batch_size": 32, "eval_every": 10, "lr": 1e-2}
     out = {}
     for branch in (True, False):
         store = RunStore(tmp_path / str(branch))
-        per_run, table = plasticity_window(base, "layer0", [0, 20, 40], [0], store, metric="acc", split="train",
-                                           executor=LocalExecutor(1), progress=False, branch=branch)
+        per_run, table = plasticity_window(plasticity_configs(base, "layer0", [0, 20, 40], [0], branch), store,
+                                           metric="acc", split="train", executor=LocalExecutor(1), progress=False)
         out[branch] = per_run
         runs = [store.load(r) for r in store.scan()[0]]
         assert sum(r.config["branch"] is not None for r in runs) == (2 if branch else 0)
     assert out[True].equals(out[False])
+
+
+def test_plasticity_from_a_stored_baseline_shares_its_runs(tmp_path, capsys):
+    """--baseline RUN_ID freezes from the stored run's own checkpoints: the same runs (ids, stage
+    table) as --set with that config and those freeze steps, and nothing trained twice."""
+    import json
+
+    from critwin.bridge.cli import main
+    from critwin.empirical import RunStore
+    from critwin.empirical.sweep import config_from_flat
+    store = RunStore(tmp_path / "runs")
+    flat = {"steps": 60, "d": 16, "batch_size": 32, "eval_every": 10, "lr": 1e-2, "freeze_optimizer": "rebuild"}
+    base = config_from_flat({**flat, "seed": 0, "checkpoints": [20, 40]})
+    common = ["--component", "layer0", "--metric", "acc", "--split", "train", "--store", str(store.root),
+              "--workers", "1", "--no-progress", "--no-figure", "--json"]
+    spec = tmp_path / "baseline.toml"           # the baseline trained the way trial I was: a spec with checkpoints
+    spec.write_text("[base]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in flat.items()) + "checkpoints = [20, 40]\n")
+    assert main(["sweep", "run", str(spec), "--store", str(store.root), "--workers", "1", "--no-progress", "--json"]) == 0
+    capsys.readouterr()
+    assert store.status(base.run_id()) == "complete"
+    assert main(["plasticity", "--baseline", base.run_id(), "--out", str(tmp_path / "a")] + common) == 0
+    a = json.loads(capsys.readouterr().out)
+    ids, _ = store.scan()
+    assert len(ids) == 3                                     # the baseline and two branches
+    assert sum(store.load(i).config["branch"] is not None for i in ids) == 2
+    sets = [x for k, v in flat.items() for x in ("--set", f"{k}={v}")]
+    assert main(["plasticity", *sets, "--start", "20", "--stop", "40", "--every", "20", "--seeds", "1", "--no-train",
+                 "--out", str(tmp_path / "b")] + common) == 0
+    b = json.loads(capsys.readouterr().out)
+    assert a["table"] == b["table"] and len(a["table"]) == 2 and len(store.scan()[0]) == 3
+    assert main(["plasticity", "--baseline", "0123456789abcdef"] + common) != 0
+    assert "baseline='0123456789abcdef' is invalid" in capsys.readouterr().err
+    assert main(["plasticity", "--baseline", base.run_id(), "--set", "d=32"] + common) != 0
+    assert "set=" in capsys.readouterr().err
