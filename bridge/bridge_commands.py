@@ -336,13 +336,15 @@ def register(sub):
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_left_edge)
 
+    from .mechanism import INTERVENTIONS
     p = sub.add_parser("intervene", help="test how an L2 penalty acts through Adam: rerun stored l2 runs with"
                                          " a matched decoupled shrink, AMSGrad, or a held second moment")
     add_store_args(p)
-    p.add_argument("--kind", choices=("matched-shrink", "amsgrad", "frozen-v"), default="matched-shrink",
+    p.add_argument("--kind", choices=INTERVENTIONS, default="matched-shrink",
                    help="matched-shrink: decoupled decay whose shrink per step is the source run's logged effective"
-                        " shrink, interval by interval; amsgrad: Adam's divisor the running max of v; frozen-v: v"
-                        " held from --from-step")
+                        " shrink, interval by interval; adam-scaled: the same lambda as a shrink divided per"
+                        " coordinate by Adam's sqrt(v_hat), outside its moments; amsgrad: Adam's divisor the running"
+                        " max of v; frozen-v: v held from --from-step")
     p.add_argument("--match", nargs="+", required=True,
                    help="source schedules, e.g. '5000:10000@0.004' or 'l2/non_embedding 0:5000@0.004'")
     p.add_argument("--gamma", type=float, default=None, help="only source runs at this gamma")

@@ -2,8 +2,11 @@
 
 `matched_decoupled`: the same run with the L2 penalty replaced by a decoupled shrink whose
 per-step size, interval by interval, is the effective shrink the L2 run logged (lambda * lr /
-(sqrt(v_hat) + eps), split 'optim'). If Adam's normalisation is the whole mechanism, the
-matched run behaves like the L2 run. `frozen_second_moment`: the L2 run with Adam's second
+(sqrt(v_hat) + eps), split 'optim'). If the size of Adam's normalised shrink is the whole
+mechanism, the matched run behaves like the L2 run. `adam-scaled` (decay form `adam_scaled`):
+the same lambda applied as lr * lambda * theta / (sqrt(v_hat) + eps) per coordinate after the
+step, i.e. the penalty's share of Adam's update without its passage through the moments: if it
+behaves like the L2 run, what matters is the per-coordinate division. `frozen_second_moment`: the L2 run with Adam's second
 moment held from an early step, so the penalty keeps the weight it had then (it can diverge
 where v was tiny at that step); `max_second_moment`: the L2 run under AMSGrad, whose divisor is
 the running max of v, so a collapsing v cannot amplify the penalty (the floored version).
@@ -50,13 +53,15 @@ def max_second_moment(cfg):
     return replace(cfg, amsgrad=True)
 
 
-INTERVENTIONS = ("matched-shrink", "amsgrad", "frozen-v")
+INTERVENTIONS = ("matched-shrink", "adam-scaled", "amsgrad", "frozen-v")
 
 
 def intervention_config(cfg, metrics, kind: str, from_step: int | None = None):
     """The intervention `kind` applied to a stored L2 run (its config and logged metrics)."""
     if kind == "matched-shrink":
         return matched_decoupled(cfg, metrics)
+    if kind == "adam-scaled":        # the same lambda, divided by Adam's sqrt(v_hat) outside its moments
+        return replace(cfg, decay_form="adam_scaled")
     if kind == "amsgrad":
         return max_second_moment(cfg)
     if kind == "frozen-v":

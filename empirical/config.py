@@ -143,6 +143,9 @@ class TrainConfig:
         self.schedule()  # validates the windows against the training length
         if self.decay_form not in DECAY_FORMS:
             raise ConfigError("decay_form", self.decay_form, "one of " + ", ".join(DECAY_FORMS))
+        if self.decay_form == "adam_scaled" and self.optimizer != "adamw":
+            raise ConfigError("decay_form", self.decay_form, "decoupled or l2 with the sgd optimizer (adam_scaled"
+                                                             " divides by Adam's second moment)")
         if self.decay_set not in DECAY_SETS:
             raise ConfigError("decay_set", self.decay_set, "one of " + ", ".join(DECAY_SETS))
         fsm = self.freeze_second_moment

@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 from ..errors import ConfigError
 from .config import TrainConfig, check_branch
 from .environment import environment
-from .interventions import add_l2_grad, apply_decay, frozen_parameters
+from .interventions import add_l2_grad, apply_adam_scaled_decay, apply_decay, frozen_parameters
 from .interventions.second_moment import AdamFrozenSecondMoment
 from .metrics import decay_mechanism, evaluate_split, squared_grad_norm, weight_metrics
 from .models import Transformer
@@ -186,8 +186,10 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
         if l2:
             add_l2_grad(decayed, float(lam[step]), skip=frozen)
         opt.step()
-        if not l2:
+        if cfg.decay_form == "decoupled":
             apply_decay(decayed, lr, float(lam[step]), skip=frozen)
+        elif cfg.decay_form == "adam_scaled":
+            apply_adam_scaled_decay(decayed, opt, lr, float(lam[step]), skip=frozen)
         if evaluate:
             mech = decay_mechanism(opt, decayed, lr, float(lam[step]), cfg.decay_form, ce_sq)
             last = log_metrics(model, scored, step + 1, device, rows, mech)

@@ -288,6 +288,46 @@ def test_intervene_command_trains_the_matched_run_and_reads_it_back(tmp_path, ca
     assert "from_step=None is invalid" in capsys.readouterr().err
 
 
+def test_adam_scaled_decay_against_a_hand_computed_first_step():
+    """After one AdamW step v_hat = g^2 exactly, so the adam_scaled shrink is lr lam theta / (|g| + eps),
+    computed here from the gradient, not from the optimizer's state; held and AMSGrad divisors too."""
+    from critwin.empirical.interventions import apply_adam_scaled_decay
+    from critwin.empirical.interventions.second_moment import AdamFrozenSecondMoment
+    torch.manual_seed(0)
+    g = torch.randn(4, 3)
+    for make in (lambda p: torch.optim.AdamW([p], lr=1e-2, betas=(0.9, 0.98), weight_decay=0.0),
+                 lambda p: torch.optim.AdamW([p], lr=1e-2, betas=(0.9, 0.98), weight_decay=0.0, amsgrad=True),
+                 lambda p: AdamFrozenSecondMoment([p], lr=1e-2, betas=(0.9, 0.98), freeze_from=10**9)):
+        p = torch.nn.Parameter(torch.randn(4, 3))
+        opt = make(p)
+        p.grad = g.clone()
+        opt.step()
+        after = p.detach().clone()
+        frozen = torch.nn.Parameter(after.clone())
+        apply_adam_scaled_decay([p, frozen], opt, 1e-2, 0.5, skip=[frozen])
+        torch.testing.assert_close(p.detach(), after - 1e-2 * 0.5 * after / (g.abs() + 1e-8), rtol=1e-5, atol=1e-7)
+        assert torch.equal(frozen.detach(), after)          # skipped, and without Adam state it would be left too
+
+
+def test_adam_scaled_runs_log_their_shrink_and_need_adam():
+    w = ((0.0, 40.0, 0.5),)
+    runs = {f: train(TrainConfig(**TINY, wd_windows=w, decay_form=f, decay_set="non_embedding"), progress=False)
+            for f in ("adam_scaled", "l2", "decoupled")}
+    again = train(TrainConfig(**TINY, wd_windows=w, decay_form="adam_scaled", decay_set="non_embedding"), progress=False)
+    pd.testing.assert_frame_equal(runs["adam_scaled"].metrics, again.metrics)
+    finals = {f: r.summary["final"]["train_loss"] for f, r in runs.items()}
+    assert len(set(finals.values())) == 3
+    m = runs["adam_scaled"].metrics
+    get = lambda k: m[(m.split == "optim") & (m.metric == k)].set_index("step").value
+    np.testing.assert_allclose(get("effective_shrink"), 0.5 * get("adam_gain"))
+    with pytest.raises(ConfigError, match="decay_form"):
+        TrainConfig(**TINY, wd_windows=w, decay_form="adam_scaled", optimizer="sgd")
+    from critwin.bridge.mechanism import intervention_config
+    cfg = TrainConfig(**TINY, wd_windows=w, decay_form="l2", decay_set="non_embedding")
+    s = intervention_config(cfg, runs["l2"].metrics, "adam-scaled")
+    assert s.decay_form == "adam_scaled" and s.wd_windows == cfg.wd_windows and s.run_id() == runs["adam_scaled"].run_id
+
+
 def test_ranking_uses_only_rows_measured_under_every_reading():
     rows = [("W2", "no decay"), ("W2", "window [0,5000) 4e-3"), ("W1", "window [5000,10000) 4e-3")]
     vals = {"a": {"no decay": 0.15, "window [0,5000) 4e-3": 0.6, "window [5000,10000) 4e-3": 0.93},

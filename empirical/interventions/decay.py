@@ -1,15 +1,18 @@
-"""Weight decay in its two readings, applied by the training loop at every step.
+"""Weight decay in its readings, applied by the training loop at every step.
 
 `decoupled`: theta <- theta - eta * lambda(step) * theta after the optimizer step (AdamW's
 decoupled form, with the per-step shrink eta * lambda). `l2`: the paper's Eq. 4, a penalty
 1/2 lambda(step) |theta|^2 added to the loss, so its gradient lambda * theta goes through
-the optimizer (Adam divides it by the gradient scale, SGD adds momentum to it).
+the optimizer (Adam divides it by the gradient scale, SGD adds momentum to it). `adam_scaled`
+(an intervention, Adam only): the decoupled shrink divided coordinate by coordinate by Adam's
+gradient scale, theta <- theta - eta * lambda * theta / (sqrt(v_hat) + eps): what the L2
+penalty does through Adam's divisor, without passing through its moments.
 """
 from __future__ import annotations
 
 import torch
 
-DECAY_FORMS = ("decoupled", "l2")
+DECAY_FORMS = ("decoupled", "l2", "adam_scaled")
 
 
 @torch.no_grad()
@@ -35,3 +38,29 @@ def add_l2_grad(params, lam: float, skip=()) -> None:
     for p in params:
         if id(p) not in skip_ids and p.grad is not None:
             p.grad.add_(p, alpha=lam)
+
+
+def adam_v_hat(opt, p) -> torch.Tensor | None:
+    """The second moment `opt` (an Adam variant) divides p's update by, bias-corrected, in float64:
+    its held v_hat (AdamFrozenSecondMoment), the running max of v under AMSGrad, else v; None
+    before p's first step."""
+    st = opt.state.get(p)
+    if not st or "exp_avg_sq" not in st:
+        return None
+    if "v_hat" in st:
+        return st["v_hat"].double()
+    v = st["max_exp_avg_sq"] if opt.defaults.get("amsgrad") else st["exp_avg_sq"]
+    return v.double() / (1 - opt.defaults["betas"][1] ** float(st["step"]))
+
+
+@torch.no_grad()
+def apply_adam_scaled_decay(weights, opt, lr: float, lam: float, skip=()) -> None:
+    """The `adam_scaled` reading: shrink each coordinate by lr * lam / (sqrt(v_hat) + eps), Adam's
+    divisor after this step (call after the optimizer step); a tensor without Adam state yet is left alone."""
+    if lam <= 0:
+        return
+    skip_ids, eps = {id(p) for p in skip}, opt.defaults["eps"]
+    for w in weights:
+        v_hat = None if id(w) in skip_ids else adam_v_hat(opt, w)
+        if v_hat is not None:
+            w.sub_((lr * lam * w.double() / (v_hat.sqrt() + eps)).to(w.dtype))

@@ -12,6 +12,8 @@ import math
 
 import torch
 
+from ..interventions.decay import adam_v_hat
+
 PARAM_GROUPS = ("attn", "mlp", "norm", "head", "embedding")
 
 
@@ -53,20 +55,15 @@ def decay_mechanism(opt, decayed, lr: float, lam: float, form: str, ce_grad_sq: 
     num, v_sum, v_n = 0.0, 0.0, 0
     adam = "betas" in opt.defaults and "eps" in opt.defaults
     if adam:
-        eps, beta2 = opt.defaults["eps"], opt.defaults["betas"][1]
+        eps = opt.defaults["eps"]
         for p in decayed:
-            st = opt.state.get(p)
-            if not st or "exp_avg_sq" not in st:
+            v_hat = adam_v_hat(opt, p)
+            if v_hat is None:
                 continue
-            if "v_hat" in st:               # an optimizer that keeps its own (frozen) v_hat
-                v_hat = st["v_hat"].double()
-            else:                           # AMSGrad divides by the running max of v
-                v = st["max_exp_avg_sq"] if opt.defaults.get("amsgrad") else st["exp_avg_sq"]
-                v_hat = v.double() / (1 - beta2 ** float(st["step"]))
             num += float(((lr * p.double() / (v_hat.sqrt() + eps)) ** 2).sum())
             v_sum, v_n = v_sum + float(v_hat.sum()), v_n + v_hat.numel()
     gain = math.sqrt(num / theta_sq) if adam and v_n and theta_sq > 0 else float("nan")
     out["adam_gain"] = gain
     out["second_moment"] = math.sqrt(v_sum / v_n) if v_n else float("nan")
-    out["effective_shrink"] = lr * lam if form == "decoupled" or not adam else lam * gain
+    out["effective_shrink"] = lr * lam if form == "decoupled" or not adam else lam * gain   # l2, adam_scaled
     return out
