@@ -274,6 +274,9 @@ def plasticity_plan(args, store):
     from ..empirical.sweep import SweepSpec
     components = [c.strip() for c in args.component.split(",") if c.strip()]
     if args.baseline is None:
+        if args.freeze_optimizer is not None:
+            raise ConfigError("freeze_optimizer", args.freeze_optimizer, "nothing without --baseline (use --set"
+                                                                         " freeze_optimizer=...)")
         start, stop, every = (0 if args.start is None else args.start, 3000 if args.stop is None else args.stop,
                               500 if args.every is None else args.every)
     else:
@@ -297,7 +300,11 @@ def plasticity_plan(args, store):
         base = SweepSpec().with_sets(args.set).base
         return {c: plasticity_configs(base, c, steps, seeds, args.branch) for c in components}, steps
     baselines = {b.seed + k: replace(b, seed=b.seed + k) for k in seeds}
-    return {c: frozen_configs(baselines, c, steps, args.branch) for c in components}, steps
+    plans = {c: frozen_configs(baselines, c, steps, args.branch) for c in components}
+    if args.freeze_optimizer is not None:       # the frozen runs only: the baselines never freeze
+        plans = {c: {k: v if k[0] is None else replace(v, freeze_optimizer=args.freeze_optimizer) for k, v in p.items()}
+                 for c, p in plans.items()}
+    return plans, steps
 
 
 def cmd_plasticity(args):
@@ -348,6 +355,9 @@ def register_plasticity(p):
     p.add_argument("--baseline", default=None, metavar="RUN_ID",
                    help="a stored run to freeze from (instead of --set): its config is the base, the frozen runs"
                         " branch from its checkpoints (the freeze steps, unless --every is given)")
+    p.add_argument("--freeze-optimizer", choices=("keep", "rebuild"), default=None,
+                   help="--baseline: what the frozen runs do to the optimizer at the freeze (default: the baseline's"
+                        " setting; rebuild is the paper's protocol)")
     p.add_argument("--start", type=int, default=None, help="first freeze step (default 0)")
     p.add_argument("--stop", type=int, default=None, help="last freeze step (default 3000; --baseline: its end)")
     p.add_argument("--every", type=int, default=None,

@@ -34,11 +34,12 @@ BRANCH_FREE = ("freeze", "wd_windows", "checkpoints", "branch")   # may differ f
 def check_branch(source: "TrainConfig", cfg: "TrainConfig", step: int) -> None:
     """A run may start from `source`'s checkpoint at `step` only if it would have trained the
     same way up to there: every field equal but freezes and decay windows, which must agree
-    before `step`."""
+    before `step`, and what a freeze does to the optimizer, where nothing froze before `step`."""
     import numpy as np
     a, b = source.resolved(), cfg.resolved()
+    free = BRANCH_FREE if any(f[1] < step for f in source.freeze) else BRANCH_FREE + ("freeze_optimizer",)
     for k in a:
-        if k not in BRANCH_FREE and a[k] != b[k]:
+        if k not in free and a[k] != b[k]:
             raise ConfigError(k, b[k], f"{a[k]!r}, the value of the run it branches from ({cfg.branch})")
     if not np.array_equal(source.schedule().value(np.arange(step)), cfg.schedule().value(np.arange(step))):
         raise ConfigError("wd_windows", list(cfg.wd_windows), f"the same decay as the source run before step {step}")

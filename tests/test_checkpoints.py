@@ -93,3 +93,16 @@ def test_rebuilding_the_optimizer_at_a_freeze(tmp_path):
     assert c.metrics.equals(b.metrics)
     with pytest.raises(ConfigError, match="freeze_optimizer"):
         TrainConfig(**BASE, freeze_optimizer="reset")
+
+
+def test_a_branch_may_change_what_a_freeze_does_only_if_nothing_froze_before():
+    """freeze_optimizer acts at freezes: a branch may set it differently when its source had no
+    freeze before the branch step (training up to there is the same), not otherwise."""
+    from critwin.empirical.config import check_branch
+    src = TrainConfig(steps=100, freeze_optimizer="keep")
+    check_branch(src, TrainConfig(steps=100, freeze_optimizer="rebuild", freeze=(("layer0", 50),)), 50)
+    src = TrainConfig(steps=100, freeze_optimizer="keep", freeze=(("layer1", 20),))
+    with pytest.raises(ConfigError, match="freeze_optimizer"):
+        check_branch(src, TrainConfig(steps=100, freeze_optimizer="rebuild", freeze=(("layer1", 20), ("layer0", 50))), 50)
+    with pytest.raises(ConfigError, match="lr"):
+        check_branch(TrainConfig(steps=100), TrainConfig(steps=100, lr=1e-2), 50)

@@ -139,6 +139,8 @@ def test_plasticity_from_a_stored_baseline_shares_its_runs(tmp_path, capsys):
     table) as --set with that config and those freeze steps, and nothing trained twice."""
     import json
 
+    import pandas as pd
+
     from critwin.bridge.cli import main
     from critwin.empirical import RunStore
     from critwin.empirical.sweep import config_from_flat
@@ -162,6 +164,22 @@ def test_plasticity_from_a_stored_baseline_shares_its_runs(tmp_path, capsys):
                  "--out", str(tmp_path / "b")] + common) == 0
     b = json.loads(capsys.readouterr().out)
     assert a["table"] == b["table"] and len(a["table"]) == 2 and len(store.scan()[0]) == 3
+    keep = {**flat, "freeze_optimizer": "keep"}        # a baseline that keeps the optimizer, its branches rebuild it
+    spec.write_text("[base]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keep.items()) + "checkpoints = [20, 40]\n")
+    assert main(["sweep", "run", str(spec), "--store", str(store.root), "--workers", "1", "--no-progress", "--json"]) == 0
+    kid = json.loads(capsys.readouterr().out)["run_ids"][0]
+    assert main(["plasticity", "--baseline", kid, "--freeze-optimizer", "rebuild", "--out", str(tmp_path / "c")]
+                + common) == 0
+    capsys.readouterr()
+    runs = [store.load(i) for i in store.scan()[0]]
+    branches = {(r.config["branch"].split("@")[0], tuple(map(tuple, r.config["freeze"]))): r for r in runs
+                if r.config["branch"]}
+    assert len(runs) == 6 and len(branches) == 4
+    for (src, freeze), r in branches.items():
+        if src == kid:                                 # rebuilt at the freeze, from the keep baseline:
+            twin = branches[(base.run_id(), freeze)]   # the same numbers as the rebuild baseline's branch
+            assert r.config["freeze_optimizer"] == "rebuild"
+            pd.testing.assert_frame_equal(r.metrics, twin.metrics)
     assert main(["plasticity", "--baseline", "0123456789abcdef"] + common) != 0
     assert "baseline='0123456789abcdef' is invalid" in capsys.readouterr().err
     assert main(["plasticity", "--baseline", base.run_id(), "--set", "d=32"] + common) != 0
