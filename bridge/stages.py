@@ -264,6 +264,12 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
     return per_run, table
 
 
+def _freeze_grid(start: int, stop: int, every: int) -> list[int]:
+    if every is None or every < 1 or stop <= start:
+        raise ConfigError("every", every, "a positive step between --start and a larger --stop")
+    return list(range(start, stop + 1, every))
+
+
 def plasticity_plan(args, store):
     """(component -> configs, freeze steps) of a `critwin plasticity` call: from --set (a fresh
     baseline per seed, checkpointed at every freeze step) or from a stored --baseline run (its
@@ -273,33 +279,29 @@ def plasticity_plan(args, store):
     from ..empirical import TrainConfig
     from ..empirical.sweep import SweepSpec
     components = [c.strip() for c in args.component.split(",") if c.strip()]
+    start = args.start or 0
     if args.baseline is None:
         if args.freeze_optimizer is not None:
-            raise ConfigError("freeze_optimizer", args.freeze_optimizer, "nothing without --baseline (use --set"
-                                                                         " freeze_optimizer=...)")
-        start, stop, every = (0 if args.start is None else args.start, 3000 if args.stop is None else args.stop,
-                              500 if args.every is None else args.every)
-    else:
-        if args.set:
-            raise ConfigError("set", args.set, "nothing with --baseline (the stored run's config is the base)")
-        run = store.complete(args.baseline)
-        if run is None:
-            raise ConfigError("baseline", args.baseline, f"the id of a complete run in {store.root}")
-        b = TrainConfig.from_dict(run.config)
-        if args.every is None:
-            steps = [c for c in b.checkpoints if (args.start or 0) <= c <= (b.steps - 1 if args.stop is None else args.stop)]
-            if not steps:
-                raise ConfigError("baseline", args.baseline, "a run with checkpoints inside training (or give --every)")
-        start, stop, every = (args.start or 0, b.steps - 1 if args.stop is None else args.stop, args.every)
-    if args.baseline is None or args.every is not None:
-        if every is None or every < 1 or stop <= start:
-            raise ConfigError("every", every, "a positive step between --start and a larger --stop")
-        steps = list(range(start, stop + 1, every))
-    seeds = range(args.seeds if args.seeds is not None else (2 if args.baseline is None else 1))
-    if args.baseline is None:
+            raise ConfigError("freeze_optimizer", args.freeze_optimizer,
+                              "nothing without --baseline (use --set freeze_optimizer=...)")
+        steps = _freeze_grid(start, 3000 if args.stop is None else args.stop, 500 if args.every is None else args.every)
         base = SweepSpec().with_sets(args.set).base
+        seeds = range(2 if args.seeds is None else args.seeds)
         return {c: plasticity_configs(base, c, steps, seeds, args.branch) for c in components}, steps
-    baselines = {b.seed + k: replace(b, seed=b.seed + k) for k in seeds}
+    if args.set:
+        raise ConfigError("set", args.set, "nothing with --baseline (the stored run's config is the base)")
+    run = store.complete(args.baseline)
+    if run is None:
+        raise ConfigError("baseline", args.baseline, f"the id of a complete run in {store.root}")
+    b = TrainConfig.from_dict(run.config)
+    stop = b.steps - 1 if args.stop is None else args.stop
+    if args.every is not None:
+        steps = _freeze_grid(start, stop, args.every)
+    else:
+        steps = [c for c in b.checkpoints if start <= c <= stop]
+        if not steps:
+            raise ConfigError("baseline", args.baseline, "a run with checkpoints inside training (or give --every)")
+    baselines = {b.seed + k: replace(b, seed=b.seed + k) for k in range(1 if args.seeds is None else args.seeds)}
     plans = {c: frozen_configs(baselines, c, steps, args.branch) for c in components}
     if args.freeze_optimizer is not None:       # the frozen runs only: the baselines never freeze
         plans = {c: {k: v if k[0] is None else replace(v, freeze_optimizer=args.freeze_optimizer) for k, v in p.items()}
