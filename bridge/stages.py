@@ -352,7 +352,7 @@ def cmd_plasticity(args):
 def register_plasticity(p):
     from .sweep_commands import add_executor_args
     p.add_argument("--set", action="append", metavar="KEY=V", help="base config (e.g. task=alchemy_withheld)")
-    p.add_argument("--component", default="layer0",
+    p.add_argument("--component", "--components", dest="component", default="layer0",
                    help="comma-separated: embedding, layerI, layerI.attn, layerI.mlp, unembed (e.g. embedding,layer0,layer1)")
     p.add_argument("--baseline", default=None, metavar="RUN_ID",
                    help="a stored run to freeze from (instead of --set): its config is the base, the frozen runs"

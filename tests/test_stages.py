@@ -160,8 +160,8 @@ def test_plasticity_from_a_stored_baseline_shares_its_runs(tmp_path, capsys):
     assert len(ids) == 3                                     # the baseline and two branches
     assert sum(store.load(i).config["branch"] is not None for i in ids) == 2
     sets = [x for k, v in flat.items() for x in ("--set", f"{k}={v}")]
-    assert main(["plasticity", *sets, "--start", "20", "--stop", "40", "--every", "20", "--seeds", "1", "--no-train",
-                 "--out", str(tmp_path / "b")] + common) == 0
+    assert main(["freeze-sweep", *sets, "--start", "20", "--stop", "40", "--every", "20", "--seeds", "1", "--no-train",
+                 "--out", str(tmp_path / "b"), "--components", "layer0"] + common[2:]) == 0     # the names
     b = json.loads(capsys.readouterr().out)
     assert a["table"] == b["table"] and len(a["table"]) == 2 and len(store.scan()[0]) == 3
     keep = {**flat, "freeze_optimizer": "keep"}        # a baseline that keeps the optimizer, its branches rebuild it
