@@ -342,8 +342,8 @@ def register(sub):
     add_store_args(p)
     p.add_argument("--kind", choices=INTERVENTIONS, default="matched-shrink",
                    help="matched-shrink: decoupled decay whose shrink per step is the source run's logged effective"
-                        " shrink, interval by interval; adam-scaled: the same lambda as a shrink divided per"
-                        " coordinate by Adam's sqrt(v_hat), outside its moments; amsgrad: Adam's divisor the running"
+                        " shrink, interval by interval; adam-scaled: the same lambda, its gradient normalised per"
+                        " coordinate as in Adam (bounded by lr) but outside Adam's moments; amsgrad: Adam's divisor the running"
                         " max of v; frozen-v: v held from --from-step")
     p.add_argument("--match", nargs="+", required=True,
                    help="source schedules, e.g. '5000:10000@0.004' or 'l2/non_embedding 0:5000@0.004'")

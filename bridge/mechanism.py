@@ -4,9 +4,9 @@
 per-step size, interval by interval, is the effective shrink the L2 run logged (lambda * lr /
 (sqrt(v_hat) + eps), split 'optim'). If the size of Adam's normalised shrink is the whole
 mechanism, the matched run behaves like the L2 run. `adam-scaled` (decay form `adam_scaled`):
-the same lambda applied as lr * lambda * theta / (sqrt(v_hat) + eps) per coordinate after the
-step, i.e. the penalty's share of Adam's update without its passage through the moments: if it
-behaves like the L2 run, what matters is the per-coordinate division. `frozen_second_moment`: the L2 run with Adam's second
+the same lambda, its gradient g = lambda theta normalised per coordinate as in Adam, lr g /
+(sqrt(v_hat + g^2) + eps), but outside Adam's moments (no momentum; the loss's own steps not
+slowed by it): if it behaves like the L2 run, what matters is the per-coordinate normalisation. `frozen_second_moment`: the L2 run with Adam's second
 moment held from an early step, so the penalty keeps the weight it had then (it can diverge
 where v was tiny at that step); `max_second_moment`: the L2 run under AMSGrad, whose divisor is
 the running max of v, so a collapsing v cannot amplify the penalty (the floored version).

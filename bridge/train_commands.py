@@ -16,7 +16,8 @@ VARIANTS = {"permutation": "anchor_permutation", "shift": "anchor_shift"}
 def add_reading_args(parser):
     parser.add_argument("--decay-form", choices=DECAY_FORMS, default="decoupled",
                         help="decoupled shrink after the step, l2 penalty through the optimizer, or adam_scaled (an"
-                             " intervention: the decoupled shrink divided per coordinate by Adam's sqrt(v_hat))")
+                             " intervention: the penalty's gradient normalised per coordinate as in Adam, outside"
+                             " Adam's moments)")
     parser.add_argument("--decay-set", choices=DECAY_SETS, default="matrices",
                         help="what decay touches: matrices, non_embedding (theta minus E), all")
     parser.add_argument("--head-bias", action="store_true", help="give the unembedding a bias")

@@ -4,9 +4,11 @@
 decoupled form, with the per-step shrink eta * lambda). `l2`: the paper's Eq. 4, a penalty
 1/2 lambda(step) |theta|^2 added to the loss, so its gradient lambda * theta goes through
 the optimizer (Adam divides it by the gradient scale, SGD adds momentum to it). `adam_scaled`
-(an intervention, Adam only): the decoupled shrink divided coordinate by coordinate by Adam's
-gradient scale, theta <- theta - eta * lambda * theta / (sqrt(v_hat) + eps): what the L2
-penalty does through Adam's divisor, without passing through its moments.
+(an intervention, Adam only): the penalty's gradient g = lambda * theta normalised coordinate by
+coordinate as Adam would if it entered only the second moment, theta <- theta - eta * g /
+(sqrt(v_hat + g^2) + eps), with v_hat Adam's own (loss gradients only): no momentum, and the
+loss's steps are not slowed by the penalty. The g^2 bounds each step by eta (a divisor without
+it, ~1e-6 once the training set is fitted, makes the step ~10x the weight: it explodes).
 """
 from __future__ import annotations
 
@@ -55,12 +57,13 @@ def adam_v_hat(opt, p) -> torch.Tensor | None:
 
 @torch.no_grad()
 def apply_adam_scaled_decay(weights, opt, lr: float, lam: float, skip=()) -> None:
-    """The `adam_scaled` reading: shrink each coordinate by lr * lam / (sqrt(v_hat) + eps), Adam's
-    divisor after this step (call after the optimizer step); a tensor without Adam state yet is left alone."""
+    """The `adam_scaled` reading: theta <- theta - lr g / (sqrt(v_hat + g^2) + eps), g = lam theta, with
+    Adam's v_hat after this step (call after the optimizer step); a tensor without Adam state yet is left alone."""
     if lam <= 0:
         return
     skip_ids, eps = {id(p) for p in skip}, opt.defaults["eps"]
     for w in weights:
         v_hat = None if id(w) in skip_ids else adam_v_hat(opt, w)
         if v_hat is not None:
-            w.sub_((lr * lam * w.double() / (v_hat.sqrt() + eps)).to(w.dtype))
+            g = lam * w.double()
+            w.sub_((lr * g / ((v_hat + g * g).sqrt() + eps)).to(w.dtype))

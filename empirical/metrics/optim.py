@@ -52,7 +52,7 @@ def decay_mechanism(opt, decayed, lr: float, lam: float, form: str, ce_grad_sq: 
     """
     theta_sq = float(sum((p.double() ** 2).sum() for p in decayed))
     out = {"l2_over_ce": lam * math.sqrt(theta_sq) / math.sqrt(ce_grad_sq) if ce_grad_sq > 0 else float("nan")}
-    num, v_sum, v_n = 0.0, 0.0, 0
+    num, scaled, v_sum, v_n = 0.0, 0.0, 0.0, 0
     adam = "betas" in opt.defaults and "eps" in opt.defaults
     if adam:
         eps = opt.defaults["eps"]
@@ -61,9 +61,18 @@ def decay_mechanism(opt, decayed, lr: float, lam: float, form: str, ce_grad_sq: 
             if v_hat is None:
                 continue
             num += float(((lr * p.double() / (v_hat.sqrt() + eps)) ** 2).sum())
+            if form == "adam_scaled":           # its own divisor holds the penalty's gradient (decay.py)
+                g = lam * p.double()
+                scaled += float(((lr * g / ((v_hat + g * g).sqrt() + eps)) ** 2).sum())
             v_sum, v_n = v_sum + float(v_hat.sum()), v_n + v_hat.numel()
-    gain = math.sqrt(num / theta_sq) if adam and v_n and theta_sq > 0 else float("nan")
+    ok = adam and v_n and theta_sq > 0
+    gain = math.sqrt(num / theta_sq) if ok else float("nan")
     out["adam_gain"] = gain
     out["second_moment"] = math.sqrt(v_sum / v_n) if v_n else float("nan")
-    out["effective_shrink"] = lr * lam if form == "decoupled" or not adam else lam * gain   # l2, adam_scaled
+    if form == "decoupled" or not adam:
+        out["effective_shrink"] = lr * lam
+    elif form == "adam_scaled":
+        out["effective_shrink"] = math.sqrt(scaled / theta_sq) if ok else float("nan")
+    else:
+        out["effective_shrink"] = lam * gain
     return out
