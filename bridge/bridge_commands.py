@@ -215,7 +215,8 @@ def cmd_intervene(args):
         with executor_from(args) as ex:
             run_sweep(cfgs, store, ex, progress=not args.no_progress)
     pairs = [(src, store.complete(c.run_id())) for src, c in zip(sources, cfgs)]
-    table = intervention_table(pairs).sort_values(["schedule", "task_seed", "seed"]).reset_index(drop=True)
+    table = (intervention_table(pairs).assign(intervention=[c.run_id() for c in cfgs])    # trained or not yet
+             .sort_values(["schedule", "task_seed", "seed"]).reset_index(drop=True))
     rows = table.to_dict(orient="records")
     done = table.intervention_ood.notna()
     mean = {k: float(table.loc[done, k].mean()) for k in ("source_ood", "intervention_ood")} if done.any() else {}
