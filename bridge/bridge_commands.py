@@ -90,10 +90,10 @@ def cmd_mechanism(args):
 
 def cmd_arrival(args):
     from ..empirical import load_runs
-    from .mechanism import arrival_table, threshold_holdout
+    from .mechanism import arrival_table, plain_runs, threshold_holdout
     runs = load_runs(reader(args), on_corrupt(args))
     if not runs.empty:
-        runs = runs[(runs.optimizer == args.optimizer) & runs.amsgrad.eq(False) & runs.freeze_second_moment.isna()]
+        runs = plain_runs(runs, args.optimizer)
         if args.reading:
             runs = runs[runs.reading == args.reading]
     table = arrival_table(runs, args.mem_level)
@@ -124,19 +124,12 @@ def cmd_arrival(args):
     return payload, "\n".join(text)
 
 
-def recipe_t1(cfg, gamma: float) -> float:
-    """The paper recipe's left edge t1 (steps) for a config at this gamma (permutation targets)."""
-    from .. import theory as th
-    from .compare import config_setting
-    (row,) = th.predict(config_setting(cfg, gamma=gamma, targets="permutation"), gamma, "recipe")
-    return float(row["t1_steps"])
-
-
 def cmd_left_edge(args):
     from ..empirical import RunStore, load_summaries
     from ..empirical.store import config_columns
     from ..empirical.sweep import run_sweep
     from .sweep_commands import executor_from
+    from .compare import recipe_t1
     from .left_edge import gain_curves, left_edge_table, observed_edges, probe_configs
     if args.task_seeds < 1 or args.seeds < 1:
         raise ConfigError("task_seeds" if args.task_seeds < 1 else "seeds", min(args.task_seeds, args.seeds),
@@ -179,13 +172,12 @@ def cmd_intervene(args):
     from ..empirical import RunStore, TrainConfig, load_summaries
     from ..empirical.sweep import run_sweep
     from .sweep_commands import executor_from
-    from .mechanism import intervention_config, intervention_table, variant_label
+    from .mechanism import intervention_config, intervention_table, plain_runs, variant_label
     summaries = load_summaries(reader(args), on_corrupt(args))
     if summaries.empty:
         return {"rows": []}, f"no runs in {args.store}"
-    plain = summaries[(summaries.status == "complete") & (summaries.decay_form == "l2") & (summaries.optimizer == "adamw")
-                      & summaries.amsgrad.eq(False) & summaries.freeze_second_moment.isna()
-                      & (summaries.freeze == "none")]
+    plain = plain_runs(summaries)
+    plain = plain[(plain.status == "complete") & (plain.decay_form == "l2") & (plain.freeze == "none")]
     if args.gamma is not None:
         plain = plain[np.isclose(plain.gamma, args.gamma)]
     if args.task_seeds is not None:
@@ -214,9 +206,8 @@ def cmd_intervene(args):
     if args.train:
         with executor_from(args) as ex:
             run_sweep(cfgs, store, ex, progress=not args.no_progress)
-    pairs = [(src, store.complete(c.run_id())) for src, c in zip(sources, cfgs)]
-    table = (intervention_table(pairs).assign(intervention=[c.run_id() for c in cfgs])    # trained or not yet
-             .sort_values(["schedule", "task_seed", "seed"]).reset_index(drop=True))
+    table = intervention_table([(src, c.run_id(), store.complete(c.run_id())) for src, c in zip(sources, cfgs)])
+    table = table.sort_values(["schedule", "task_seed", "seed"]).reset_index(drop=True)
     rows = table.to_dict(orient="records")
     done = table.intervention_ood.notna()
     mean = {k: float(table.loc[done, k].mean()) for k in ("source_ood", "intervention_ood")} if done.any() else {}

@@ -29,6 +29,12 @@ def config_setting(cfg, gamma=None, **theory_options) -> th.StylisedSetting:
                         "init": cfg.model.init, "d": cfg.model.d, "lr": cfg.lr}, **theory_options)
 
 
+def recipe_t1(cfg, gamma: float) -> float:
+    """The paper recipe's left edge t1 (steps) for a TrainConfig at this gamma (permutation targets)."""
+    (row,) = th.predict(config_setting(cfg, gamma=gamma, targets="permutation"), gamma, "recipe")
+    return float(row["t1_steps"])
+
+
 def run_recipe(config: dict, delta: float = 0.5, sigma_def: str = "gram") -> dict:
     """The recipe window with sigma_e and c_r read from the run's own initial token embeddings
     (rebuilt from its config and seed) and its task's training pairs."""

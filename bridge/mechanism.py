@@ -6,7 +6,8 @@ per-step size, interval by interval, is the effective shrink the L2 run logged (
 mechanism, the matched run behaves like the L2 run. `adam-scaled` (decay form `adam_scaled`):
 the same lambda, its gradient g = lambda theta normalised per coordinate as in Adam, lr g /
 (sqrt(v_hat + g^2) + eps), but outside Adam's moments (no momentum; the loss's own steps not
-slowed by it): if it behaves like the L2 run, what matters is the per-coordinate normalisation. `frozen_second_moment`: the L2 run with Adam's second
+slowed by it): if it behaves like the L2 run, what matters is the per-coordinate normalisation.
+`frozen_second_moment`: the L2 run with Adam's second
 moment held from an early step, so the penalty keeps the weight it had then (it can diverge
 where v was tiny at that step); `max_second_moment`: the L2 run under AMSGrad, whose divisor is
 the running max of v, so a collapsing v cannot amplify the penalty (the floored version).
@@ -60,7 +61,7 @@ def intervention_config(cfg, metrics, kind: str, from_step: int | None = None):
     """The intervention `kind` applied to a stored L2 run (its config and logged metrics)."""
     if kind == "matched-shrink":
         return matched_decoupled(cfg, metrics)
-    if kind == "adam-scaled":        # the same lambda, divided by Adam's sqrt(v_hat) outside its moments
+    if kind == "adam-scaled":        # the same lambda, normalised per coordinate outside Adam's moments
         return replace(cfg, decay_form="adam_scaled")
     if kind == "amsgrad":
         return max_second_moment(cfg)
@@ -75,16 +76,17 @@ def _in_windows(steps: np.ndarray, windows) -> np.ndarray:
     return np.any([(steps >= a) & (steps <= b) for a, b, _ in windows], axis=0) if windows else steps < 0
 
 
-def intervention_table(pairs) -> pd.DataFrame:
-    """Per (source run, intervention run or None): final OOD and train accuracy of both, and
-    the lowest train accuracy each reaches while the source's decay is on (did the fit break?)."""
+def intervention_table(triples) -> pd.DataFrame:
+    """Per (source run, intervention run id, that run or None if not trained): final OOD and train
+    accuracy of both, and the lowest train accuracy each reaches while the source's decay is on
+    (did the fit break?)."""
+    from ..empirical.store import config_columns
     rows = []
-    for src, out in pairs:
-        c = src.config
-        wins = [tuple(w) for w in c["wd_windows"]]
-        sched = ";".join(f"{a:g}:{b:g}@{v:g}" for a, b, v in wins)
-        rec = {"schedule": sched, "gamma": c["model"]["gamma"], "task_seed": c["task_seed"], "seed": c["seed"],
-               "source": src.run_id, "intervention": out.run_id if out is not None else None}
+    for src, out_id, out in triples:
+        c = config_columns(src.config)
+        wins = [tuple(w) for w in src.config["wd_windows"]]
+        rec = {"schedule": c["wd_windows"], "gamma": c["gamma"], "task_seed": c["task_seed"], "seed": c["seed"],
+               "source": src.run_id, "intervention": out_id}
         for name, run in (("source", src), ("intervention", out)):
             if run is None or run.summary.get("status") != "complete":
                 rec.update({f"{name}_ood": float("nan"), f"{name}_train": float("nan"),
@@ -103,6 +105,11 @@ def intervention_table(pairs) -> pd.DataFrame:
 STATE_METRICS = (("train", "acc"), ("ood", "acc"), ("train", "loss"), ("model", "weight_norm"),
                  ("model", "condensation"), ("model", "ov_qk_alignment"), ("optim", "effective_shrink"),
                  ("optim", "second_moment"), ("optim", "l2_over_ce"))
+
+
+def plain_runs(frame: pd.DataFrame, optimizer: str = "adamw") -> pd.DataFrame:
+    """Rows (runs or summaries) of `optimizer` without a second-moment intervention (AMSGrad, held v)."""
+    return frame[(frame.optimizer == optimizer) & frame.amsgrad.eq(False) & frame.freeze_second_moment.isna()]
 
 
 def variant_label(row) -> str:

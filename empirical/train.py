@@ -237,7 +237,8 @@ def training_state(cfg: TrainConfig, step: int, model, opt, gen, perm, ptr: int,
     those a resumed run has already taken."""
     buf = io.BytesIO()
     torch.save({"format": 1, "step": step, "wall": wall, "checkpoints": dict(checkpoints or {}),
-                "config": cfg.resolved(), "model": model.state_dict(), "optimizer": opt.state_dict(), "generator": gen.get_state(), "torch_rng": torch.get_rng_state(),
+                "config": cfg.resolved(), "model": model.state_dict(), "optimizer": opt.state_dict(),
+                "generator": gen.get_state(), "torch_rng": torch.get_rng_state(),
                 "perm": perm.cpu(), "ptr": ptr, "rows": list(rows), "last": dict(last)}, buf)
     return buf.getvalue()
 

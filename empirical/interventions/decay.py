@@ -55,6 +55,12 @@ def adam_v_hat(opt, p) -> torch.Tensor | None:
     return v.double() / (1 - opt.defaults["betas"][1] ** float(st["step"]))
 
 
+def adam_scaled_step(w, v_hat: torch.Tensor, lr: float, lam: float, eps: float) -> torch.Tensor:
+    """The `adam_scaled` step of one tensor, float64: lr g / (sqrt(v_hat + g^2) + eps), g = lam w."""
+    g = lam * w.double()
+    return lr * g / ((v_hat + g * g).sqrt() + eps)
+
+
 @torch.no_grad()
 def apply_adam_scaled_decay(weights, opt, lr: float, lam: float, skip=()) -> None:
     """The `adam_scaled` reading: theta <- theta - lr g / (sqrt(v_hat + g^2) + eps), g = lam theta, with
@@ -65,5 +71,4 @@ def apply_adam_scaled_decay(weights, opt, lr: float, lam: float, skip=()) -> Non
     for w in weights:
         v_hat = None if id(w) in skip_ids else adam_v_hat(opt, w)
         if v_hat is not None:
-            g = lam * w.double()
-            w.sub_((lr * g / ((v_hat + g * g).sqrt() + eps)).to(w.dtype))
+            w.sub_(adam_scaled_step(w, v_hat, lr, lam, eps).to(w.dtype))

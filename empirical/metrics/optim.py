@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from ..interventions.decay import adam_v_hat
+from ..interventions.decay import adam_scaled_step, adam_v_hat
 
 PARAM_GROUPS = ("attn", "mlp", "norm", "head", "embedding")
 
@@ -61,9 +61,8 @@ def decay_mechanism(opt, decayed, lr: float, lam: float, form: str, ce_grad_sq: 
             if v_hat is None:
                 continue
             num += float(((lr * p.double() / (v_hat.sqrt() + eps)) ** 2).sum())
-            if form == "adam_scaled":           # its own divisor holds the penalty's gradient (decay.py)
-                g = lam * p.double()
-                scaled += float(((lr * g / ((v_hat + g * g).sqrt() + eps)) ** 2).sum())
+            if form == "adam_scaled":           # its own divisor holds the penalty's gradient
+                scaled += float((adam_scaled_step(p, v_hat, lr, lam, eps) ** 2).sum())
             v_sum, v_n = v_sum + float(v_hat.sum()), v_n + v_hat.numel()
     ok = adam and v_n and theta_sq > 0
     gain = math.sqrt(num / theta_sq) if ok else float("nan")
