@@ -79,7 +79,8 @@ def cmd_edge(args):
 def cmd_summary(args):
     RunStore(args.store).require()
     df = summarize(args.store, [g.strip() for g in args.group_by.split(",")],
-                   [m.strip() for m in args.metric.split(",")], "skip" if args.skip_corrupt else "raise")
+                   None if args.metric is None else [m.strip() for m in args.metric.split(",")],
+                   "skip" if args.skip_corrupt else "raise")
     if args.csv:
         Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
         df.to_csv(args.csv, index=False)
@@ -132,10 +133,13 @@ def register_runs(sub):
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_progress)
 
-    p = sub.add_parser("summary", help="mean, sd and count of final metrics per group")
+    p = sub.add_parser("summary", help="mean, sd and count of final metrics (and reach steps) per group")
     p.add_argument("--store", default="runs")
     p.add_argument("--group-by", default="wd_windows", help="comma-separated config columns")
-    p.add_argument("--metric", default="ood_acc,train_acc", help="comma-separated final metrics")
+    p.add_argument("--metric", default=None,
+                   help="comma-separated final metrics or reach steps (test_reach_step: the grokking step; a run "
+                        "that never reached 0.95 counts as its last step). Default: the held-out accuracy "
+                        "(ood_acc or test_acc), train_acc and the held-out reach step where the store has them")
     p.add_argument("--csv", default=None, help="also write the table as CSV")
     p.add_argument("--skip-corrupt", action="store_true", help="warn about and skip damaged run folders")
     p.add_argument("--json", action="store_true")

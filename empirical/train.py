@@ -30,6 +30,12 @@ RESUME_SECONDS = 300.0   # default of how often (at most) a run writes the state
 REACH_LEVEL = 0.95    # summary '<split>_reach_step': first evaluation with accuracy >= this (grokking step)
 
 
+def censored_reach(value, steps: int) -> float:
+    """A stored reach step as a number: a run that never reached the level counts as its
+    last step (right-censored), so averages over runs are not biased toward the lucky ones."""
+    return float(steps if value is None or value != value else value)
+
+
 def build_model(cfg: TrainConfig, vocab_size: int, seq_len: int, n_out: int | None = None) -> Transformer:
     return Transformer(cfg.model, vocab_size, seq_len, n_out)
 

@@ -23,6 +23,7 @@ from ..empirical.config import ADDED_DEFAULTS, ADDED_MODEL_DEFAULTS
 from ..empirical.config import reading_label as config_reading_label
 from ..errors import ConfigError
 from ..empirical.sweep import config_from_flat, run_sweep
+from ..empirical.train import censored_reach
 
 SIZES = ("quick", "cpu", "paper")    # cpu: the Alchemy checks' CPU size (the anchor checks are CPU-sized at paper)
 TIME_KEYS = ("steps", "wd_window_start", "wd_width", "width", "budget")
@@ -74,8 +75,7 @@ def final_metric(store: RunStore, cfg, metric: str = "ood_acc") -> float:
     if run is None:
         return float("nan")
     if metric.endswith("_reach_step"):
-        v = run.summary.get(metric)
-        return float(cfg.steps if v is None else v)
+        return censored_reach(run.summary.get(metric), cfg.steps)
     return float(run.summary["final"].get(metric, np.nan))
 
 

@@ -41,3 +41,27 @@ def test_train_modarith_records_the_grokking_step(tmp_path, capsys):
     assert "test_reach_step" in d["summary"]
     s = d["summary"]["test_reach_step"]
     assert s is None or (s % 20 == 0 and 0 <= s <= 300)
+
+
+def test_runs_summary_reads_the_grokking_step_and_censors_runs_that_never_grok(tmp_path, capsys):
+    """The summary's reach step against the first test accuracy >= 0.95 in each run's own curve; a run
+    cut before it counts as its last step. The default metrics exist for a store without ood_acc."""
+    base = ["train", "modarith", "--p", "7", "--train-frac", "0.8", "--eval-every", "20", "--batch-size", "16",
+            "--d", "32", "--store", str(tmp_path), "--no-progress", "--json"]
+    for steps, lr in (("400", "1e-2"), ("40", "1e-5")):
+        assert main(base + ["--steps", steps, "--lr", lr]) == 0
+    capsys.readouterr()
+    assert main(["runs", "summary", "--store", str(tmp_path), "--group-by", "lr", "--json"]) == 0
+    rows = {r["lr"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert {"test_acc_mean", "train_acc_mean"} <= set(rows[1e-2])
+    from critwin.empirical import RunStore
+    for rid in RunStore(tmp_path).scan()[0]:
+        run = RunStore(tmp_path).load(rid)
+        m = run.metrics
+        acc = m[(m.split == "test") & (m.metric == "acc")].sort_values("step")
+        hit = acc[acc.value >= 0.95].step
+        expect = float(hit.iloc[0]) if len(hit) else float(m.step.max())
+        row = rows[run.config["lr"]]
+        assert row["test_reach_step_mean"] == expect
+        assert row["test_reach_step_censored"] == (0 if len(hit) else 1)
+    assert rows[1e-5]["test_reach_step_censored"] == 1 and rows[1e-5]["test_reach_step_mean"] == 40.0
