@@ -5,7 +5,9 @@ chemistry has, and event A by rotation.
 Run:
   python diagnose_event_a.py train N     # trial I's spec (trial_I.toml, beside this file) at 2 layers
                                          # (trial G), trained N epochs here (~7 min for N = 15, busy core)
-  python diagnose_event_a.py state STORE # trial I's model as its resume state in STORE left it
+  python diagnose_event_a.py state STORE [SPEC]  # the model of SPEC's run (default trial_I.toml) as its
+                                                # resume state in STORE left it
+  python diagnose_event_a.py curve STORE SPEC   # the per-epoch event curves in that resume state
 """
 import collections
 import io
@@ -33,11 +35,26 @@ def model_after_training(epochs: int):
     return cfg, torch.load(io.BytesIO(run.checkpoints[steps]), weights_only=False)["model"]
 
 
-def model_from_resume_state(store: str):
-    cfg = SweepSpec.from_toml(SPEC).expand()[0]
+def model_from_resume_state(store: str, spec: str | Path = SPEC):
+    cfg = SweepSpec.from_toml(spec).expand()[0]
     state = torch.load(RunStore(store).resume_path(cfg.run_id()), map_location="cpu", weights_only=False)
     print(f"resume state at step {state['step']} (epoch {state['step'] / STEPS_PER_EPOCH:.1f})")
     return cfg, state["model"]
+
+
+def curve(store: str, spec: str) -> None:
+    """Held-out and training events per evaluation, from a (killed) run's resume state."""
+    cfg = SweepSpec.from_toml(spec).expand()[0]
+    state = torch.load(RunStore(store).resume_path(cfg.run_id()), map_location="cpu", weights_only=False)
+    by = collections.defaultdict(dict)
+    for step, split, metric, value in state["rows"]:
+        by[step][f"{split}_{metric}"] = value
+    print(f"{cfg.run_id()}: resume state at step {state['step']}")
+    for step in sorted(by)[1:]:
+        r = by[step]
+        print(f"  epoch {step / STEPS_PER_EPOCH:5.1f}  held-out A {r['test_event_a']:.3f} exact {r['test_event_c']:.3f}"
+              f" P(B|A) {r['test_p_b_given_a']:.3f} P(C|A,B) {r['test_p_c_given_ab']:.3f}"
+              f" | training A {r['train_event_a']:.3f} exact {r['train_event_c']:.3f}")
 
 
 def diagnose(cfg, weights) -> None:
@@ -65,4 +82,6 @@ def diagnose(cfg, weights) -> None:
 if __name__ == "__main__":
     torch.set_num_threads(1)
     mode, arg = sys.argv[1], sys.argv[2]
-    diagnose(*(model_after_training(int(arg)) if mode == "train" else model_from_resume_state(arg)))
+    if mode == "curve":
+        sys.exit(curve(arg, sys.argv[3]))
+    diagnose(*(model_after_training(int(arg)) if mode == "train" else model_from_resume_state(arg, *sys.argv[3:4])))
