@@ -1,6 +1,7 @@
 """Matplotlib figures (PNG) for theory results; every function writes one file."""
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -157,15 +158,19 @@ def _paper_interval(paper):
 
 def plot_check(result: dict, path) -> Path:
     """Measured (mean +- sd, per-seed dots) next to the paper's value or range, one row per
-    compared value; values on a 0-1 scale and the others get separate panels."""
+    compared value; one panel per quantity: values on a 0-1 scale, rows that name their own
+    `unit` (e.g. a count), and the check's metric (log axis where every value is positive)."""
     rows = [r for r in result["rows"] if isinstance(r.get("measured"), (int, float))]
     def small(r):
-        p = _paper_interval(r["paper"])
-        return max(abs(r["measured"]) if np.isfinite(r["measured"]) else 0, *(map(abs, p) if p else [0])) <= 1.5
-    groups = [g for g in ([r for r in rows if small(r)], [r for r in rows if not small(r)]) if g]
-    fig, axes = plt.subplots(1, max(len(groups), 1), figsize=(6.5 * max(len(groups), 1), 0.9 + 0.32 * len(rows)),
+        vals = [abs(v) for v in (r["measured"], *(_paper_interval(r["paper"]) or ())) if np.isfinite(v)]
+        return bool(vals) and max(vals) <= 1.5         # a row not yet measured stays with the check's metric
+    def panel(r):
+        return r.get("unit") or ("0-1 scale" if small(r) else result.get("metric", "value"))
+    names = list(dict.fromkeys(panel(r) for r in rows))
+    groups = [[r for r in rows if panel(r) == n] for n in names]
+    fig, axes = plt.subplots(1, max(len(groups), 1), figsize=(6.5 * max(len(groups), 1), 1.2 + 0.32 * len(rows)),
                              squeeze=False)
-    for ax, grp in zip(axes[0], groups):
+    for ax, name, grp in zip(axes[0], names, groups):
         y = np.arange(len(grp))[::-1]
         for yi, r in zip(y, grp):
             p = _paper_interval(r["paper"])
@@ -179,10 +184,11 @@ def plot_check(result: dict, path) -> Path:
         ax.set_yticks(y)
         ax.set_yticklabels([r["value"] for r in grp], fontsize=7)
         xs = [r["measured"] for r in grp] + [v for r in grp for v in (_paper_interval(r["paper"]) or ())]
-        if grp is groups[-1] and not small(grp[0]) and all(np.isfinite(x) and x > 0 for x in xs):
+        if name not in ("0-1 scale",) and not grp[0].get("unit") and all(np.isfinite(x) and x > 0 for x in xs):
             ax.set_xscale("log")
+        ax.set_xlabel(name, fontsize=8)
         ax.legend(fontsize=7, loc="best")
-    axes[0][0].set_title(f"{result['id']}: {result['verdict']}", fontsize=8)
+    fig.suptitle(textwrap.fill(f"{result['id']}: {result['verdict']}", 110), fontsize=8)
     return _save(fig, path)
 
 
@@ -332,7 +338,6 @@ def plot_stage_curves(curves, per_run, path, max_panels: int = 12) -> Path:
             t = per_run[(per_run.condition == name) & (per_run.metric == metric)].stage_step.dropna()
             if len(t):
                 ax.axvline(max(1.0, float(t.median())), color=f"C{i}", ls="--", lw=1)
-        import textwrap
         ax.set(xscale="log", ylim=(-0.02, 1.02), xlabel="step", title="\n".join(textwrap.wrap(name, 55)))
         ax.title.set_fontsize(7)
     for ax in list(axes.flat)[len(names):]:

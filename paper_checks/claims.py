@@ -149,7 +149,8 @@ def _w11_rows(store, cfgs) -> list[dict]:
         faster.append(float(c <= w) if np.isfinite(c) and np.isfinite(w) else np.nan)
     ok = [f for f in faster if np.isfinite(f)]
     return [{"value": "lambdas where constant groks no later than the window", "paper": len(W11_LAMBDAS),
-             "measured": float(sum(ok)) if ok else float("nan"), "sd": 0.0, "n": len(ok), "tolerance": 0}]
+             "measured": float(sum(ok)) if ok else float("nan"), "sd": 0.0, "n": len(ok), "tolerance": 0,
+             "unit": "lambdas (count)"}]
 
 
 W11 = EmpiricalCheck(

@@ -195,3 +195,20 @@ def test_check_device_option_moves_every_run_and_is_validated():
         from critwin.errors import ConfigError
         with pytest.raises(ConfigError, match="device"):
             train(next(iter(moved.values())), progress=False)
+
+
+def test_check_figure_puts_each_quantity_on_its_own_axis(tmp_path, monkeypatch):
+    """Accuracies, the check's metric (steps) and a counted row each get a panel; a row not yet
+    measured stays with the metric, not on the 0-1 axis."""
+    from critwin.bridge import figures
+    seen = {}
+    monkeypatch.setattr(figures, "_save", lambda fig, path: seen.setdefault("fig", fig) and path)
+    result = {"id": "X", "verdict": "v", "metric": "test_reach_step", "rows": [
+        {"value": "acc", "paper": 0.9, "measured": 0.8, "sd": 0.0},
+        {"value": "step a", "paper": 700, "measured": 650.0, "sd": 0.0},
+        {"value": "step b", "paper": None, "measured": float("nan"), "sd": 0.0},
+        {"value": "count", "paper": 5, "measured": 1.0, "sd": 0.0, "unit": "lambdas (count)"}]}
+    figures.plot_check(result, tmp_path / "x.png")
+    axes = seen["fig"].axes
+    labels = {ax.get_xlabel(): [t.get_text() for t in ax.get_yticklabels()] for ax in axes}
+    assert labels == {"0-1 scale": ["acc"], "test_reach_step": ["step a", "step b"], "lambdas (count)": ["count"]}
