@@ -2,8 +2,7 @@
 
 Run from the repository root after the checks have written their results:
   python paper_checks/reports/w11_readings/plot.py paper_checks/results/W11_paper_tasks1_seeds1.json \
-      paper_checks/results/W11_paper_l2_non_embedding_tasks1_seeds1.json \
-      paper_checks/results/W11_paper_l2_non_embedding_tasks3_seeds1.json
+      paper_checks/results/W11_paper_l2_non_embedding_seeds1.json
 Writes grokking_steps.png beside this file. A run that never groks is drawn at T (censored), hollow.
 """
 import json
