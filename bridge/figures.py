@@ -184,7 +184,7 @@ def plot_check(result: dict, path) -> Path:
         ax.set_yticks(y)
         ax.set_yticklabels([r["value"] for r in grp], fontsize=7)
         xs = [r["measured"] for r in grp] + [v for r in grp for v in (_paper_interval(r["paper"]) or ())]
-        if name not in ("0-1 scale",) and not grp[0].get("unit") and all(np.isfinite(x) and x > 0 for x in xs):
+        if name == result.get("metric", "value") and all(np.isfinite(x) and x > 0 for x in xs):
             ax.set_xscale("log")
         ax.set_xlabel(name, fontsize=8)
         ax.legend(fontsize=7, loc="best")

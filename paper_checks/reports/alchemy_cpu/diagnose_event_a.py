@@ -35,17 +35,21 @@ def model_after_training(epochs: int):
     return cfg, torch.load(io.BytesIO(run.checkpoints[steps]), weights_only=False)["model"]
 
 
-def model_from_resume_state(store: str, spec: str | Path = SPEC):
+def resume_state(store: str, spec: str | Path = SPEC):
+    """The config of SPEC's run and the resume state its (killed) training left in STORE."""
     cfg = SweepSpec.from_toml(spec).expand()[0]
-    state = torch.load(RunStore(store).resume_path(cfg.run_id()), map_location="cpu", weights_only=False)
+    return cfg, torch.load(RunStore(store).resume_path(cfg.run_id()), map_location="cpu", weights_only=False)
+
+
+def model_from_resume_state(store: str, spec: str | Path = SPEC):
+    cfg, state = resume_state(store, spec)
     print(f"resume state at step {state['step']} (epoch {state['step'] / STEPS_PER_EPOCH:.1f})")
     return cfg, state["model"]
 
 
 def curve(store: str, spec: str) -> None:
     """Held-out and training events per evaluation, from a (killed) run's resume state."""
-    cfg = SweepSpec.from_toml(spec).expand()[0]
-    state = torch.load(RunStore(store).resume_path(cfg.run_id()), map_location="cpu", weights_only=False)
+    cfg, state = resume_state(store, spec)
     by = collections.defaultdict(dict)
     for step, split, metric, value in state["rows"]:
         by[step][f"{split}_{metric}"] = value
@@ -83,5 +87,6 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     mode, arg = sys.argv[1], sys.argv[2]
     if mode == "curve":
-        sys.exit(curve(arg, sys.argv[3]))
-    diagnose(*(model_after_training(int(arg)) if mode == "train" else model_from_resume_state(arg, *sys.argv[3:4])))
+        curve(arg, sys.argv[3])
+    else:
+        diagnose(*(model_after_training(int(arg)) if mode == "train" else model_from_resume_state(arg, *sys.argv[3:4])))
