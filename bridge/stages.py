@@ -339,9 +339,12 @@ def cmd_plasticity(args):
                for c in components for m in metrics} if len(table) else {}
     text = [format_table(table.to_dict(orient="records"))]
     text += [f"plasticity window of {k}: freeze steps {w or 'none'}" for k, w in windows.items()]
+    never = sorted(set(table[table.baseline_stage.isna()].metric)) if len(table) else []
+    text += [f"warning: no baseline completes the {m} stage, so its delays are not evidence of a window"
+             for m in never]
     text.append(f"window: mean delay of the stage above {args.delay:g} steps (over {args.seeds} seeds; never reached"
                 f" = end of training); wrote {out / 'plasticity.csv'}")
-    payload = {"table": table.to_dict(orient="records"), "windows": windows}
+    payload = {"table": table.to_dict(orient="records"), "windows": windows, "baseline_never_completes": never}
     if len(table) and not args.no_figure:
         from .figures import plot_plasticity
         payload["figure"] = str(plot_plasticity(table, args.delay, out / "plasticity.png"))

@@ -255,7 +255,8 @@ class PlasticityCheck:
     training; each frozen run branches from its baseline's checkpoint), per component the
     delay of the stage of `metric` against the baseline; the window is where the mean delay
     exceeds one grid spacing (the paper: 10 epochs). Judged: every Transformer layer's window
-    is at least as long as the embedding's, and freezing at the last point delays nothing."""
+    is at least as long as the embedding's, and freezing at the last point delays nothing.
+    A baseline that never completes the stage leaves every delay undefined: inconclusive."""
 
     id: str = "S6"
     claim: str = ("layer-specific plasticity windows: freezing a layer before a stage completes delays it;"
@@ -290,14 +291,20 @@ class PlasticityCheck:
         flat, grid, comps, seed_range, every = self.plan(size, seeds)
         if device != "cpu":
             flat = {**flat, "device": device}
-        rows, windows, last = [], {}, {}
+        rows, windows, last, reached = [], {}, {}, []
         for comp in comps:
-            _, table = plasticity_window(plasticity_configs(flat, comp, grid, seed_range), store, self.metric, "test",
-                                         every, 3, executor, train, progress)
-            windows[comp] = float(table.in_window.sum() * every) if len(table) else float("nan")
-            last[comp] = float(table.delta_mean.iloc[-1]) if len(table) else float("nan")
+            per_run, table = plasticity_window(plasticity_configs(flat, comp, grid, seed_range), store, self.metric,
+                                               "test", every, 3, executor, train, progress)
+            base = per_run[per_run.freeze_step.isna()] if len(per_run) else per_run
+            reached = [float(np.isfinite(t)) for t in base.get("stage_step", [])]
+            # a delay needs the stage in the baseline: one that never completes it (a size too small
+            # for the stage) would make every delay 0 and pass the check on nothing
+            judged = len(table) and reached and min(reached) == 1.0
+            windows[comp] = float(table.in_window.sum() * every) if judged else float("nan")
+            last[comp] = float(table.delta_mean.iloc[-1]) if judged else float("nan")
             rows.append({"value": f"{comp}: window length (steps)", "paper": None, "measured": windows[comp],
                          "delays": table.delta_mean.tolist() if len(table) else []})
+        rows.append(_row(f"baselines that complete the {self.metric} stage (fraction; delays need it)", reached, None))
         layers = [c for c in comps if c != "embedding"]
         longer = [float(windows[c] >= windows["embedding"]) for c in layers
                   if np.isfinite(windows[c]) and np.isfinite(windows["embedding"])]

@@ -105,6 +105,22 @@ def test_s6_windows_from_stored_branches(tmp_path):
     assert res["verdict"].startswith("reproduced") and s6.missing("cpu", store) == 0
 
 
+def test_s6_is_inconclusive_when_the_baseline_never_completes_the_stage(tmp_path):
+    """At a size too small for the stage every run is censored at the end: the delays would all
+    be 0 and the check would pass on nothing."""
+    from critwin.bridge.stages import plasticity_configs
+    s6 = CHECKS["S6"]
+    store = RunStore(tmp_path)
+    flat, grid, comps, seeds, every = s6.plan("cpu")
+    for comp in comps:
+        for (tf, s), cfg in plasticity_configs(flat, comp, grid, seeds).items():
+            save(store, cfg, {"event_c": rise(None, 0.5)})
+    res = s6.run("cpu", store, train=False)
+    rows = {r["value"]: r["measured"] for r in res["rows"]}
+    assert rows["baselines that complete the event_c stage (fraction; delays need it)"] == 0.0
+    assert np.isnan(rows["layer0: window length (steps)"]) and res["verdict"].startswith("inconclusive")
+
+
 def _s5_store(tmp_path, c_by_setting):
     store = RunStore(tmp_path)
     for (name, _, s), cfg in CHECKS["S5"].configs("cpu").items():
