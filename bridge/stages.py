@@ -90,6 +90,11 @@ class ChangePointStages:
         return self
 
 
+def changepoint_completion(cp: "ChangePointStages") -> float:
+    """A fitted curve's stage time without a threshold: where its last rise completes (nan: none)."""
+    return cp.rises_[-1]["completion"] if cp.rises_ else float("nan")
+
+
 def across_seeds(times, n_boot: int = 2000, level: float = 0.9, seed: int = 0) -> dict:
     """Median stage time over seeds (censored seeds = never: inf), its bootstrap interval over
     seeds, and the fraction of seeds that reach the stage. Censored runs are kept, not dropped."""
@@ -148,7 +153,7 @@ def detect(runs, metrics=("event_a", "event_b", "event_c", "p_b_given_a"), split
             row["stage_step"] = ThresholdStage(STAGE_TAUS.get(metric, 0.9), n).fit(g.step, g.value).completion_
         else:
             cp = ChangePointStages().fit(g.step, g.value)
-            row["stage_step"] = cp.rises_[-1]["completion"] if cp.rises_ else float("nan")
+            row["stage_step"] = changepoint_completion(cp)
             row["rises"] = len(cp.rises_)
             row["dip_step"] = cp.dips_[0]["time"] if cp.dips_ else float("nan")
             row["dip_depth"] = cp.dips_[0]["depth"] if cp.dips_ else float("nan")

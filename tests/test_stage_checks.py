@@ -62,9 +62,28 @@ def test_s4_ranks_hop_counts_with_censoring(tmp_path):
     rows = {r["value"]: r["measured"] for r in res["rows"]}
     assert rows["rank correlation of h with the A time (never = end)"] == pytest.approx(1.0)
     assert rows["h=3: step A completes"] == 700 and np.isnan(rows["h=5: step A completes"])
+    cp3 = rows["h=3: step A's last rise completes (change points, threshold-free)"]     # within one evaluation
+    assert cp3 == pytest.approx(700, abs=100) and np.isnan(rows["h=5: step A's last rise completes (change points, "
+                                                                 "threshold-free)"])
+    assert rows["rank correlation of h with A's last rise (change points, no rise = end; reported)"] == pytest.approx(1.0)
     assert res["verdict"].startswith("reproduced")
     s3 = CHECKS["S3"].run("cpu", store, train=False)       # nothing stored for composition
     assert "incomplete: 0 of 12" in s3["verdict"]
+
+
+def test_s3_reports_change_point_times_when_a_never_completes(tmp_path):
+    """A that rises only to 0.7 (the cpu size's plateau) has no threshold time, so the judged
+    ratio is nan (inconclusive); the change points still time the rise for every h."""
+    store = RunStore(tmp_path)
+    t_by_h = {2: 300, 3: 400, 4: 500, 5: 600}
+    for (name, _, s), cfg in CHECKS["S3"].configs("cpu").items():
+        t = t_by_h[int(name[-1])]
+        save(store, cfg, {"event_a": rise(t, 0.2, 0.7), "event_c": rise(t, 0.0, 0.2)})
+    res = CHECKS["S3"].run("cpu", store, train=False)
+    rows = {r["value"]: r["measured"] for r in res["rows"]}
+    assert np.isnan(rows["A time, slowest h / fastest h (median over seeds; nan if some h never)"])
+    assert rows["A's last rise (change points), slowest h / fastest h (reported)"] == pytest.approx(2.0, rel=0.08)
+    assert res["verdict"].startswith("inconclusive")
 
 
 def test_anchor_checks_refuse_the_cpu_size():
