@@ -10,9 +10,10 @@ def cmd_export(args):
 
 
 def register(sub):
+    from ..empirical.tasks.scan import SPLITS
     p = sub.add_parser("export", help="write a standard split as IN: ... OUT: ... lines",
                        description="Generate SCAN from its grammar and write train.txt / test.txt / all.txt.")
-    p.add_argument("--split", choices=("simple", "add_prim_jump"), default="add_prim_jump")
+    p.add_argument("--split", choices=SPLITS, default="add_prim_jump")
     p.add_argument("--out", default="critwin-out/scan", help="folder for the files")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_export)

@@ -55,3 +55,18 @@ def test_known_lines_and_export(tmp_path):
     assert len(train) == 14_670 and len((tmp_path / "test.txt").read_text().splitlines()) == 7_706
     assert len((tmp_path / "all.txt").read_text().splitlines()) == 20_910
     assert all(line.startswith("IN: ") and " OUT: " in line for line in train)
+
+
+def test_length_split_cuts_at_22_actions(tmp_path):
+    """The standard length split: 16,990 training commands of at most 22 actions, 3,920 test
+    commands of 24 to 48 (no command has 23); counted here from the interpreter's meanings."""
+    s = split_lines("length")
+    n = lambda lines: [len(interpret(line.split(" OUT: ")[0][4:])) for line in lines]   # noqa: E731
+    assert len(s["train"]) == 16_990 and len(s["test"]) == 3_920
+    assert max(n(s["train"])) == 22 and (min(n(s["test"])), max(n(s["test"]))) == (24, 48)
+    assert not set(s["train"]) & set(s["test"]) and len(s["train"]) + len(s["test"]) == len(COMMANDS)
+    assert main(["scan", "export", "--split", "length", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "test.txt").read_text().splitlines() == s["test"]
+    from critwin.empirical.tasks.scan import ScanTask
+    data = ScanTask("length", seed=3).generate()
+    assert data.splits["test"].extra["target_lengths"].min() == 24

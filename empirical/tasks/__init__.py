@@ -9,7 +9,7 @@ from .scan import ScanTask
 
 TASKS = {"anchor_permutation": PermutationAnchorTask, "anchor_shift": ShiftAnchorTask,
          "alchemy_withheld": AlchemyTask, "alchemy_composition": AlchemyTask, "alchemy_decomposition": AlchemyTask,
-         "modarith": ModularAdditionTask, "scan_add_prim_jump": ScanTask}
+         "modarith": ModularAdditionTask, "scan_add_prim_jump": ScanTask, "scan_length": ScanTask}
 # Task options beyond the seed (config fields, None = the task's default), and who takes them.
 TASK_OPTIONS = ("hops", "chemistries", "ablation", "modulus", "train_frac")
 _ALCHEMY = ("hops", "chemistries", "ablation")

@@ -21,7 +21,8 @@ from ...errors import ConfigError
 
 PRIMITIVES = ("walk", "look", "run", "jump")
 DIRECTIONS = ("left", "right")
-SPLITS = ("simple", "add_prim_jump")
+SPLITS = ("simple", "add_prim_jump", "length")
+LENGTH_CUT = 22               # the length split trains on action sequences of at most 22 actions (none has 23)
 JUMP_REPEATS = 1467          # the add_prim_jump training file repeats `jump -> I_JUMP` this often
 
 
@@ -61,12 +62,17 @@ def line(command: str, actions: str) -> str:
 
 def split_pairs(split: str = "add_prim_jump") -> dict[str, list[tuple[str, str]]]:
     """{'train': [(command, actions)], 'test': [...]} of a standard split (add_prim_jump: every
-    command without 'jump' plus the bare 'jump' repeated; test: every other command with 'jump')."""
+    command without 'jump' plus the bare 'jump' repeated; test: every other command with 'jump';
+    length: train on the commands of at most 22 actions, test on the longer ones)."""
     if split not in SPLITS:
         raise ConfigError("split", split, "one of " + ", ".join(SPLITS))
     cmds = list(all_commands())
     if split == "simple":
         return {"all": cmds}
+    if split == "length":
+        n = lambda a: len(a.split())   # noqa: E731
+        return {"train": [(c, a) for c, a in cmds if n(a) <= LENGTH_CUT],
+                "test": [(c, a) for c, a in cmds if n(a) > LENGTH_CUT]}
     has_jump = lambda c: "jump" in c.split()   # noqa: E731
     return {"train": [(c, a) for c, a in cmds if not has_jump(c)] + [("jump", "I_JUMP")] * JUMP_REPEATS,
             "test": [(c, a) for c, a in cmds if has_jump(c) and c != "jump"]}
@@ -95,7 +101,8 @@ ACTIONS = ("I_WALK", "I_LOOK", "I_RUN", "I_JUMP", "I_TURN_LEFT", "I_TURN_RIGHT")
 PAD = "<pad>"
 SCAN_VOCAB = (PAD,) + COMMAND_WORDS + ACTIONS          # one vocabulary: 0 pads commands and action sequences
 SCAN_TOKEN = {t: i for i, t in enumerate(SCAN_VOCAB)}
-SPLIT_SIZES = {"add_prim_jump": {"train": 14670, "test": 7706}}   # the standard files' line counts
+SPLIT_SIZES = {"add_prim_jump": {"train": 14670, "test": 7706},    # the standard files' line counts
+               "length": {"train": 16990, "test": 3920}}
 
 
 class ScanTask:
