@@ -230,16 +230,20 @@ def frozen_configs(baselines: dict, component: str, freeze_steps, branch: bool =
 
 
 def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "test", delay: float = 0.0,
-                      n: int = 3, executor=None, train: bool = True, progress: bool = True):
+                      n: int = 3, executor=None, train: bool = True, progress: bool = True,
+                      method: str = "threshold"):
     """Per run of `cfgs` (`plasticity_configs` or `frozen_configs`): freeze a component from each
-    step t_f to the end, detect the stage of `metric` per run, and compare with the unfrozen
-    baseline: delta = stage time (frozen) - stage time (baseline), a stage never reached counting
-    as the end of training. The window is the t_f where the mean delta over seeds exceeds
-    `delay`. Frozen runs that branch from the baseline's checkpoint at t_f have the same numbers
-    as training them from step 0, at up to half the cost."""
+    step t_f to the end, detect the stage of `metric` per run (the threshold rule, or where the
+    curve's last change-point rise completes), and compare with the unfrozen baseline: delta =
+    stage time (frozen) - stage time (baseline), a stage never reached counting as the end of
+    training. The window is the t_f where the mean delta over seeds exceeds `delay`. Frozen runs
+    that branch from the baseline's checkpoint at t_f have the same numbers as training them
+    from step 0, at up to half the cost."""
     import pandas as pd
 
     from ..empirical.sweep import run_sweep
+    if method not in ("threshold", "changepoint"):
+        raise ConfigError("method", method, "threshold or changepoint")
     if train:       # baselines first: the frozen runs start from their checkpoints
         run_sweep([c for k, c in cfgs.items() if k[0] is None], store, executor, progress=progress)
         run_sweep([c for k, c in cfgs.items() if k[0] is not None], store, executor, progress=progress)
@@ -253,7 +257,8 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
         curve = m[(m.split == split) & (m.metric == metric)].sort_values("step")
         if curve.empty:
             raise ConfigError("metric", metric, f"a curve the runs log on split '{split}'")
-        t = ThresholdStage(tau, n).fit(curve.step, curve.value).completion_
+        t = (ThresholdStage(tau, n).fit(curve.step, curve.value).completion_ if method == "threshold"
+             else changepoint_completion(ChangePointStages().fit(curve.step, curve.value)))
         rows.append({"freeze_step": tf, "seed": s, "stage_step": t,
                      "stage_or_end": t if np.isfinite(t) else float(c.steps)})
     per_run = pd.DataFrame(rows)
@@ -329,7 +334,7 @@ def cmd_plasticity(args):
         for comp, cfgs in plans.items():
             for k, metric in enumerate(metrics):    # the runs train once, for the first metric
                 per_run, table = plasticity_window(cfgs, store, metric, args.split, args.delay, args.n, ex,
-                                                   args.train and k == 0, not args.no_progress)
+                                                   args.train and k == 0, not args.no_progress, args.method)
                 if len(table):
                     base_t = per_run[per_run.freeze_step.isna()].stage_step
                     tables.append(table.assign(component=comp, metric=metric,
@@ -347,8 +352,8 @@ def cmd_plasticity(args):
     never = sorted(set(table[table.baseline_stage.isna()].metric)) if len(table) else []
     text += [f"warning: no baseline completes the {m} stage, so its delays are not evidence of a window"
              for m in never]
-    text.append(f"window: mean delay of the stage above {args.delay:g} steps (over {args.seeds} seeds; never reached"
-                f" = end of training); wrote {out / 'plasticity.csv'}")
+    text.append(f"window: mean delay of the stage ({args.method}) above {args.delay:g} steps (over {args.seeds} seeds;"
+                f" never reached = end of training); wrote {out / 'plasticity.csv'}")
     payload = {"table": table.to_dict(orient="records"), "windows": windows, "baseline_never_completes": never}
     if len(table) and not args.no_figure:
         from .figures import plot_plasticity
@@ -378,6 +383,9 @@ def register_plasticity(p):
     p.add_argument("--split", default="test")
     p.add_argument("--delay", type=float, default=0.0, help="the window: mean delay above this many steps")
     p.add_argument("--n", type=int, default=3)
+    p.add_argument("--method", choices=("threshold", "changepoint"), default="threshold",
+                   help="stage time: the threshold rule (tau, n), or where the curve's last change-point rise"
+                        " completes (for curves that rise but never reach tau, as at cpu size)")
     p.add_argument("--store", default="runs")
     p.add_argument("--no-train", dest="train", action="store_false")
     p.add_argument("--no-branch", dest="branch", action="store_false",

@@ -106,8 +106,9 @@ def test_s1_end_to_end_at_quick_size(tmp_path, capsys):
 
 
 def test_s6_windows_from_stored_branches(tmp_path):
-    """Hand-made curves for every run of S6's plan: freezing a layer at one of the first three
-    points stops C from ever completing, freezing the embedding never delays it."""
+    """Hand-made curves for every run of S6's cpu plan: A rises from 0.37 to 0.75 (the cpu
+    size's plateau, never the 0.95 threshold), timed by change points; freezing a layer at one
+    of the first three points stops the rise, freezing the embedding never delays it."""
     from critwin.bridge.stages import plasticity_configs
     s6 = CHECKS["S6"]
     store = RunStore(tmp_path)
@@ -115,9 +116,11 @@ def test_s6_windows_from_stored_branches(tmp_path):
     assert s6.missing("cpu", store) == len(seeds) * (1 + len(grid) * len(comps))
     for comp in comps:
         for (tf, s), cfg in plasticity_configs(flat, comp, grid, seeds).items():
-            late = tf is not None and comp != "embedding" and tf <= grid[2]    # frozen early: C never comes
-            save(store, cfg, {"event_c": rise(None if late else grid[0] + every // 2)})
+            late = tf is not None and comp != "embedding" and tf <= grid[2]    # frozen early: A never rises
+            save(store, cfg, {"event_a": rise(None if late else grid[0] + every // 2, 0.37, 0.75)})
+    assert s6.stage("cpu") == ("event_a", "changepoint") and s6.stage("paper") == ("event_c", "threshold")
     res = s6.run("cpu", store, train=False)
+    assert res["metric"] == "event_a stage delay (steps; stage by changepoint)"
     rows = {r["value"]: r["measured"] for r in res["rows"]}
     assert rows["embedding: window length (steps)"] == 0 and rows["layer0: window length (steps)"] == 3 * every
     assert rows["Transformer layers with a window at least the embedding's (fraction)"] == 1.0
@@ -125,7 +128,7 @@ def test_s6_windows_from_stored_branches(tmp_path):
 
 
 def test_s6_is_inconclusive_when_the_baseline_never_completes_the_stage(tmp_path):
-    """At a size too small for the stage every run is censored at the end: the delays would all
+    """A baseline whose A never rises: every run is censored at the end, the delays would all
     be 0 and the check would pass on nothing."""
     from critwin.bridge.stages import plasticity_configs
     s6 = CHECKS["S6"]
@@ -133,10 +136,10 @@ def test_s6_is_inconclusive_when_the_baseline_never_completes_the_stage(tmp_path
     flat, grid, comps, seeds, every = s6.plan("cpu")
     for comp in comps:
         for (tf, s), cfg in plasticity_configs(flat, comp, grid, seeds).items():
-            save(store, cfg, {"event_c": rise(None, 0.5)})
+            save(store, cfg, {"event_a": rise(None, 0.5)})
     res = s6.run("cpu", store, train=False)
     rows = {r["value"]: r["measured"] for r in res["rows"]}
-    assert rows["baselines that complete the event_c stage (fraction; delays need it)"] == 0.0
+    assert rows["baselines that complete the event_a stage (fraction; delays need it)"] == 0.0
     assert np.isnan(rows["layer0: window length (steps)"]) and res["verdict"].startswith("inconclusive")
 
 

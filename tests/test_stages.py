@@ -168,6 +168,10 @@ def test_plasticity_from_a_stored_baseline_shares_its_runs(tmp_path, capsys):
                  "acc,loss"] + common[:2] + common[4:]) == 0     # accuracy stays near 0.07 (never 0.9); the loss is above 0.9 at once
     n = json.loads(capsys.readouterr().out)
     assert n["baseline_never_completes"] == ["acc"] and {r["metric"] for r in n["table"]} == {"acc", "loss"}
+    assert main(["plasticity", "--baseline", base.run_id(), "--out", str(tmp_path / "cp"), "--no-train", "--method",
+                 "changepoint"] + common) == 0      # the same stored runs, timed by change points instead
+    cp = json.loads(capsys.readouterr().out)
+    assert len(cp["table"]) == 2 and len(store.scan()[0]) == 3
     keep = {**flat, "freeze_optimizer": "keep"}        # a baseline that keeps the optimizer, its branches rebuild it
     spec.write_text("[base]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keep.items()) + "checkpoints = [20, 40]\n")
     assert main(["sweep", "run", str(spec), "--store", str(store.root), "--workers", "1", "--no-progress", "--json"]) == 0
