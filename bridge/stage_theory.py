@@ -64,14 +64,17 @@ def predict_stages(variant: str, hops: int | None = None, chemistries: int | Non
     times = flow_times() if times is None else np.asarray(times, dtype=float)
     curves = pd.DataFrame([{"t": t, **alchemy_events(flow.predict(X["test"], t), data.splits["test"])}
                            for t in times])
-    from .stages import STAGE_TAUS, ThresholdStage
+    from .stages import STAGE_TAUS, ChangePointStages, ThresholdStage, changepoint_completion
     stage_t = {k: ThresholdStage(STAGE_TAUS.get(c, 0.9), 1).fit(curves.t, curves[c].fillna(0.0)).completion_
                for k, c in CURVES.items()}
+    pos = curves.t > 0
+    cp_t = {k: changepoint_completion(ChangePointStages().fit(curves.t[pos], curves[c][pos].fillna(0.0)))
+            for k, c in CURVES.items()}
     rise_t = {k: half_rise_time(curves.t, curves[c].fillna(0.0)) for k, c in CURVES.items()}
     ba = curves["p_b_given_a"].to_numpy()
     dip = {"depth": float(ba[0] - np.nanmin(ba)), "t": float(curves.t[np.nanargmin(ba)])}
     return {"task": task.name, "variant": variant, "hops": hops, "chemistries": chemistries, "features": list(blocks),
-            "stage_times": stage_t, "half_rise_times": rise_t, "order": stage_order({k: rise_t[k] for k in ("A", "B", "C") if np.isfinite(stage_t[k])}),
+            "stage_times": stage_t, "changepoint_times": cp_t, "half_rise_times": rise_t, "order": stage_order({k: rise_t[k] for k in ("A", "B", "C") if np.isfinite(stage_t[k])}),
             "never": [k for k in ("A", "B", "C") if not np.isfinite(stage_t[k])],
             "final": {k: float(curves[c].iloc[-1]) for k, c in CURVES.items()},
             "dip_b_given_a": dip if dip["depth"] >= 0.05 else None, "curves": curves}
@@ -131,9 +134,10 @@ def register(sub):
 STAGE_METRICS = {"A": "event_a", "B": "event_b", "C": "event_c"}
 
 
-def compare_stages(predicted: list[dict], observed) -> dict:
+def compare_stages(predicted: list[dict], observed, method: str = "threshold") -> dict:
     """Predicted (predict_stages results) against observed stage times (the summary of
-    bridge.stages.detect_store, threshold rule): per condition the two orders, and over every
+    bridge.stages.detect_store), both timed by the same `method` (threshold rule, or where the
+    last change-point rise completes): per condition the two orders, and over every
     (condition, stage) both reach the rank correlation and the timescale factor (steps per unit
     of flow time, geometric mean) with the spread of log(observed / (factor * predicted)).
     A store with several conditions per task (other lr, gamma) is read at its first: keep one per store."""
@@ -146,7 +150,7 @@ def compare_stages(predicted: list[dict], observed) -> dict:
             continue
         o_t = {k: float(obs[obs.metric == m]["median"].iloc[0]) if (obs.metric == m).any() else float("nan")
                for k, m in STAGE_METRICS.items()}
-        p_t = {k: r["stage_times"][k] for k in STAGE_METRICS}
+        p_t = {k: r["stage_times" if method == "threshold" else "changepoint_times"][k] for k in STAGE_METRICS}
         row = {"task": r["task"], "predicted_order": stage_order(p_t), "observed_order": stage_order(o_t)}
         row["order_agrees"] = row["predicted_order"] == row["observed_order"]
         for k in STAGE_METRICS:
@@ -172,7 +176,7 @@ def cmd_bridge_stages(args):
     from .stages import detect_store
     from .table import format_table
     RunStore(args.store).require()
-    _, observed = detect_store(args.store, tuple(STAGE_METRICS.values()), "test", "threshold", args.n,
+    _, observed = detect_store(args.store, tuple(STAGE_METRICS.values()), "test", args.method, args.n,
                                on_corrupt="skip" if args.skip_corrupt else "raise")
     if "hops" not in observed.columns:
         observed["hops"] = np.nan
@@ -180,9 +184,10 @@ def cmd_bridge_stages(args):
     predicted = [predict_stages(t.removeprefix("alchemy_"), None if not np.isfinite(h) else int(h),
                                 args.chemistries or None, 0)
                  for t, h in zip(conds.task, conds.hops.astype(float))]
-    res = compare_stages(predicted, observed)
+    res = compare_stages(predicted, observed, args.method)
+    how = "threshold rule" if args.method == "threshold" else "last change-point rise"
     text = [format_table(res["rows"]),
-            f"orders agree in {res['orders_agree']} of {res['conditions']} conditions (threshold rule on both;"
+            f"orders agree in {res['orders_agree']} of {res['conditions']} conditions ({how} on both;"
             " a stage never reached is left out of the order)"]
     if "spearman" in res:
         text.append(f"rank correlation of stage times over {len(res['pairs'])} (condition, stage) pairs:"
@@ -203,6 +208,9 @@ def register_bridge(sub):
     from .bridge_commands import add_store_args
     add_store_args(p)
     p.add_argument("--n", type=int, default=3, help="consecutive evaluations at or above the level")
+    p.add_argument("--method", choices=("threshold", "changepoint"), default="threshold",
+                   help="how both sides are timed: the threshold rule, or where a curve's last change-point rise"
+                        " completes (for runs whose curves rise but stay below the levels, as at cpu size)")
     p.add_argument("--chemistries", type=int, default=400, help="chemistries per split for the prediction (0 = all)")
     p.add_argument("--out", default="critwin-out", help="folder for the figure")
     p.add_argument("--no-figure", action="store_true")

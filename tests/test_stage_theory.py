@@ -85,6 +85,9 @@ def test_predicted_stages_of_a_small_task():
     assert r["curves"].event_a.iloc[0] < r["curves"].event_a.iloc[-1]       # something is learned
     assert (r["curves"].event_c <= r["curves"].event_a + 1e-12).all()       # C implies A, by construction
     assert set(r["stage_times"]) == {"A", "B", "C", "B|A", "C|AB"} and r["features"] == list(BLOCKS)
+    assert set(r["changepoint_times"]) == set(r["stage_times"])
+    a = r["changepoint_times"]["A"]          # A rises: its last rise completes inside the traced times
+    assert 0.1 < a <= 1e4 and r["curves"].event_a[r["curves"].t >= a].iloc[0] > r["curves"].event_a.iloc[0]
 
 
 def test_theory_stages_command(capsys, tmp_path):
@@ -126,3 +129,34 @@ def test_compare_stages_orders_ranks_and_timescale():
     assert np.isclose(res["log_residual_sd"], logs.std())
     with pytest.raises(ConfigError):
         compare_stages(pred[2:], obs)
+    for r in pred:                            # timed by change points: the predictions' own change-point times
+        r["changepoint_times"] = {k: 2 * v for k, v in r["stage_times"].items()}
+    cp = compare_stages(pred, obs, "changepoint")
+    assert np.isclose(cp["steps_per_flow_time"], res["steps_per_flow_time"] / 2) and cp["orders_agree"] == 1
+
+
+def test_bridge_stages_command_by_change_points(tmp_path, capsys):
+    """A stored composition run whose A rises 0.4 -> 0.75 at step 1,500 (below the 0.95 level, as
+    at cpu size): the threshold rule sees no stage, change points time it to within a tenth (they
+    work on a log-time grid)."""
+    import json
+
+    import pandas as pd
+
+    from critwin.bridge.cli import main
+    from critwin.empirical import Run, RunStore
+    from critwin.paper_checks import CHECKS
+    cfg = next(c for (name, _, s), c in CHECKS["S3"].configs("cpu").items() if name.endswith("h2") and s == 0)
+    steps = np.arange(0, 4001, 100)
+    curves = {"event_a": np.where(steps >= 1500, 0.75, 0.4), "event_b": np.where(steps >= 1500, 0.7, 0.3),
+              "event_c": np.full(len(steps), 0.1)}
+    rows = [(int(t), "test", m, float(v)) for m, c in curves.items() for t, v in zip(steps, c)]
+    RunStore(tmp_path / "runs").save(Run(cfg.resolved(), pd.DataFrame(rows, columns=["step", "split", "metric", "value"]),
+                                         {"status": "complete", "final": {}}, {}))
+    common = ["bridge", "stages", "--store", str(tmp_path / "runs"), "--chemistries", "10", "--no-figure", "--json"]
+    assert main(common) == 0
+    assert json.loads(capsys.readouterr().out)["rows"][0]["obs_step_A"] is None       # nan: never
+    assert main(common + ["--method", "changepoint"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["task"] == "alchemy_composition_h2" and abs(row["obs_step_A"] - 1500) <= 150
+    assert row["obs_step_C"] is None                        # C never rises
