@@ -207,8 +207,9 @@ def _median_ratio(hops, times) -> list:
 def _s3(store, cfgs, size):
     rows, hops, t_a, t_c, finals, end, cp_a = _hops_rows(store, cfgs)
     return rows + [_row("A time, slowest h / fastest h (median over seeds; nan if some h never)",
-                        _median_ratio(hops, t_a), [1.0, 1.55], 0.25),
-                   _row("A's last rise (change points), slowest h / fastest h (reported)", _median_ratio(hops, cp_a), None),
+                        _median_ratio(hops, t_a), [1.0, 1.55], 0.25, unit="ratio"),
+                   _row("A's last rise (change points), slowest h / fastest h (reported)", _median_ratio(hops, cp_a),
+                        None, unit="ratio"),
                    _row("final exact accuracy (every h and seed)", finals, 1.0, 0.1)]
 
 
