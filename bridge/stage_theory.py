@@ -64,12 +64,9 @@ def predict_stages(variant: str, hops: int | None = None, chemistries: int | Non
     times = flow_times() if times is None else np.asarray(times, dtype=float)
     curves = pd.DataFrame([{"t": t, **alchemy_events(flow.predict(X["test"], t), data.splits["test"])}
                            for t in times])
-    from .stages import STAGE_TAUS, ChangePointStages, ThresholdStage, changepoint_completion
-    stage_t = {k: ThresholdStage(STAGE_TAUS.get(c, 0.9), 1).fit(curves.t, curves[c].fillna(0.0)).completion_
-               for k, c in CURVES.items()}
-    pos = curves.t > 0
-    cp_t = {k: changepoint_completion(ChangePointStages().fit(curves.t[pos], curves[c][pos].fillna(0.0)))
-            for k, c in CURVES.items()}
+    from .stages import stage_time
+    stage_t = {k: stage_time(curves.t, curves[c].fillna(0.0), c, "threshold", 1) for k, c in CURVES.items()}
+    cp_t = {k: stage_time(curves.t, curves[c].fillna(0.0), c, "changepoint") for k, c in CURVES.items()}
     rise_t = {k: half_rise_time(curves.t, curves[c].fillna(0.0)) for k, c in CURVES.items()}
     ba = curves["p_b_given_a"].to_numpy()
     dip = {"depth": float(ba[0] - np.nanmin(ba)), "t": float(curves.t[np.nanargmin(ba)])}
@@ -142,6 +139,9 @@ def compare_stages(predicted: list[dict], observed, method: str = "threshold") -
     of flow time, geometric mean) with the spread of log(observed / (factor * predicted)).
     A store with several conditions per task (other lr, gamma) is read at its first: keep one per store."""
     from scipy.stats import spearmanr
+
+    from .stages import check_method
+    times = "stage_times" if check_method(method) == "threshold" else "changepoint_times"
     rows, pairs = [], []
     for r in predicted:
         obs = observed[(observed.task == f"alchemy_{r['variant']}")
@@ -150,7 +150,7 @@ def compare_stages(predicted: list[dict], observed, method: str = "threshold") -
             continue
         o_t = {k: float(obs[obs.metric == m]["median"].iloc[0]) if (obs.metric == m).any() else float("nan")
                for k, m in STAGE_METRICS.items()}
-        p_t = {k: r["stage_times" if method == "threshold" else "changepoint_times"][k] for k in STAGE_METRICS}
+        p_t = {k: r[times][k] for k in STAGE_METRICS}
         row = {"task": r["task"], "predicted_order": stage_order(p_t), "observed_order": stage_order(o_t)}
         row["order_agrees"] = row["predicted_order"] == row["observed_order"]
         for k in STAGE_METRICS:
@@ -208,7 +208,8 @@ def register_bridge(sub):
     from .bridge_commands import add_store_args
     add_store_args(p)
     p.add_argument("--n", type=int, default=3, help="consecutive evaluations at or above the level")
-    p.add_argument("--method", choices=("threshold", "changepoint"), default="threshold",
+    from .stages import STAGE_METHODS
+    p.add_argument("--method", choices=STAGE_METHODS, default="threshold",
                    help="how both sides are timed: the threshold rule, or where a curve's last change-point rise"
                         " completes (for runs whose curves rise but stay below the levels, as at cpu size)")
     p.add_argument("--chemistries", type=int, default=400, help="chemistries per split for the prediction (0 = all)")

@@ -111,6 +111,21 @@ def across_seeds(times, n_boot: int = 2000, level: float = 0.9, seed: int = 0) -
 
 
 STAGE_TAUS = {"event_a": 0.95}   # the paper: 0.95 for event A, 0.90 for the others
+STAGE_METHODS = ("threshold", "changepoint")
+
+
+def check_method(method: str) -> str:
+    if method not in STAGE_METHODS:
+        raise ConfigError("method", method, " or ".join(STAGE_METHODS))
+    return method
+
+
+def stage_time(steps, curve, metric: str, method: str = "threshold", n: int = 3) -> float:
+    """When the stage of `metric`'s curve completes (nan: never): the paper's threshold rule
+    (STAGE_TAUS, n consecutive evaluations) or where the curve's last change-point rise completes."""
+    if check_method(method) == "threshold":
+        return ThresholdStage(STAGE_TAUS.get(metric, 0.9), n).fit(steps, curve).completion_
+    return changepoint_completion(ChangePointStages().fit(steps, curve))
 
 
 NOT_CONDITION = {"run_id", "step", "split", "metric", "value", "seed", "task_seed"}
@@ -136,8 +151,7 @@ def detect(runs, metrics=("event_a", "event_b", "event_c", "p_b_given_a"), split
     """Per run and metric (runs: a load_runs frame): the stage time (threshold rule) or the rises
     and dips (change points); then per condition (every config field but the seeds) the summary over seeds."""
     import pandas as pd
-    if method not in ("threshold", "changepoint"):
-        raise ConfigError("method", method, "threshold or changepoint")
+    check_method(method)
     if task is not None:
         runs = runs[runs.task == task]
     runs = runs[(runs.split == split) & runs.metric.isin(metrics)]
@@ -150,7 +164,7 @@ def detect(runs, metrics=("event_a", "event_b", "event_c", "p_b_given_a"), split
         row = {"run_id": rid, "metric": metric, "seed": int(g.seed.iloc[0]), "task_seed": int(g.task_seed.iloc[0]),
                **{k: g[k].iloc[0] for k in group}}
         if method == "threshold":
-            row["stage_step"] = ThresholdStage(STAGE_TAUS.get(metric, 0.9), n).fit(g.step, g.value).completion_
+            row["stage_step"] = stage_time(g.step, g.value, metric, "threshold", n)
         else:
             cp = ChangePointStages().fit(g.step, g.value)
             row["stage_step"] = changepoint_completion(cp)
@@ -198,7 +212,7 @@ def register(p):
     p.add_argument("--task", default=None, help="only runs of this task (e.g. alchemy_withheld)")
     p.add_argument("--metric", default="event_a,event_b,event_c,p_b_given_a", help="comma-separated curves")
     p.add_argument("--split", default="test", help="split the curves are read from")
-    p.add_argument("--method", choices=("threshold", "changepoint"), default="threshold")
+    p.add_argument("--method", choices=STAGE_METHODS, default="threshold")
     p.add_argument("--n", type=int, default=3, help="consecutive evaluations at or above tau")
     p.add_argument("--out", default="critwin-out")
     p.add_argument("--no-figure", action="store_true", help="do not write stages.png")
@@ -242,12 +256,10 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
     import pandas as pd
 
     from ..empirical.sweep import run_sweep
-    if method not in ("threshold", "changepoint"):
-        raise ConfigError("method", method, "threshold or changepoint")
+    check_method(method)
     if train:       # baselines first: the frozen runs start from their checkpoints
         run_sweep([c for k, c in cfgs.items() if k[0] is None], store, executor, progress=progress)
         run_sweep([c for k, c in cfgs.items() if k[0] is not None], store, executor, progress=progress)
-    tau = STAGE_TAUS.get(metric, 0.9)
     rows = []
     for (tf, s), c in cfgs.items():
         run = store.complete(c.run_id())
@@ -257,8 +269,7 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
         curve = m[(m.split == split) & (m.metric == metric)].sort_values("step")
         if curve.empty:
             raise ConfigError("metric", metric, f"a curve the runs log on split '{split}'")
-        t = (ThresholdStage(tau, n).fit(curve.step, curve.value).completion_ if method == "threshold"
-             else changepoint_completion(ChangePointStages().fit(curve.step, curve.value)))
+        t = stage_time(curve.step, curve.value, metric, method, n)
         rows.append({"freeze_step": tf, "seed": s, "stage_step": t,
                      "stage_or_end": t if np.isfinite(t) else float(c.steps)})
     per_run = pd.DataFrame(rows)
@@ -383,7 +394,7 @@ def register_plasticity(p):
     p.add_argument("--split", default="test")
     p.add_argument("--delay", type=float, default=0.0, help="the window: mean delay above this many steps")
     p.add_argument("--n", type=int, default=3)
-    p.add_argument("--method", choices=("threshold", "changepoint"), default="threshold",
+    p.add_argument("--method", choices=STAGE_METHODS, default="threshold",
                    help="stage time: the threshold rule (tau, n), or where the curve's last change-point rise"
                         " completes (for curves that rise but never reach tau, as at cpu size)")
     p.add_argument("--store", default="runs")

@@ -7,6 +7,7 @@ from ..empirical.interventions import DECAY_FORMS, PLACEMENTS
 from ..empirical.models import DECAY_SETS
 from ..empirical.presets import ALCHEMY_SIZES
 from ..empirical.sweep import config_from_flat
+from ..empirical.tasks.scan import SPLIT_SIZES as SCAN_SPLIT_SIZES
 from ..errors import ConfigError
 from .table import format_table
 
@@ -198,7 +199,7 @@ def register(sub):
                        description="A decoder-only model reads 'command <sep>' and writes the actions then <eos>"
                                    " (teacher forcing); every evaluation decodes greedily, all rows at once, and"
                                    " logs sequence accuracy (seq_acc) and token accuracy (token_acc) per split.")
-    p.add_argument("--split", choices=("add_prim_jump", "length"), default="add_prim_jump",
+    p.add_argument("--split", choices=tuple(SCAN_SPLIT_SIZES), default="add_prim_jump",
                    help="add_prim_jump (the paper's control) or length (train <= 22 actions, test 24-48)")
     add_training_args(p)
     p.set_defaults(handler=cmd_scan)

@@ -24,9 +24,8 @@ CURVES = ("event_a", "event_b", "event_c", "p_b_given_a", "p_c_given_ab")
 
 def stage_times(curves) -> dict:
     """Completion step per curve (nan: never), curves a frame indexed by step, one column per metric."""
-    from ..bridge.stages import STAGE_TAUS, ThresholdStage
-    return {m: ThresholdStage(STAGE_TAUS.get(m, 0.9), 3).fit(curves.index, curves[m].fillna(0.0)).completion_
-            for m in CURVES if m in curves}
+    from ..bridge.stages import stage_time
+    return {m: stage_time(curves.index, curves[m].fillna(0.0), m) for m in CURVES if m in curves}
 
 
 def split_curves(store: RunStore, cfg, split: str = "test"):
@@ -176,7 +175,7 @@ def _s2(store, cfgs, size):
 def _hops_rows(store, cfgs):
     """Per hop count the A completion by the threshold rule (judged) and by change points
     (reported: where A's last rise completes, a time that exists even when A stays below 0.95)."""
-    from ..bridge.stages import ChangePointStages, changepoint_completion
+    from ..bridge.stages import stage_time
     per = _per_condition(store, cfgs)
     rows, hops, t_a, t_c, final_c, end, cp_a = [], [], [], [], [], 0, []
     for name, runs in per.items():
@@ -189,7 +188,7 @@ def _hops_rows(store, cfgs):
             t_a.append(t["event_a"])
             t_c.append(t["event_c"])
             a_curve = curves["event_a"].dropna()
-            cp_a.append(changepoint_completion(ChangePointStages().fit(a_curve.index, a_curve.to_numpy())))
+            cp_a.append(stage_time(a_curve.index, a_curve.to_numpy(), "event_a", "changepoint"))
             final_c.append(float(curves["event_c"].iloc[-1]))
             end = max(end, cfg.steps)
         rows.append(_row(f"h={h}: step A completes", [x for x, k in zip(t_a, hops) if k == h], None))
