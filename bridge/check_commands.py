@@ -28,13 +28,17 @@ def cmd_check(args):
     for f in ("seeds", "task_seeds"):
         if getattr(args, f) is not None and getattr(args, f) < 1:
             raise ConfigError(f, getattr(args, f), "a count >= 1")
+    if args.freeze_points is not None and any(not hasattr(CHECKS[i], "points") for i in ids):
+        raise ConfigError("freeze_points", args.freeze_points, "only with S6 (the plasticity check)")
     store = RunStore(args.store)
     if not args.train and any(hasattr(CHECKS[i], "configs") for i in ids):
         store.require()
     results, text = [], []
     with executor_from(args) as ex:
         for i in ids:
-            res = CHECKS[i].run(args.size, store, ex, not args.no_progress, train=args.train, **variation_args(args))
+            extra = {"points": args.freeze_points} if args.freeze_points is not None else {}
+            res = CHECKS[i].run(args.size, store, ex, not args.no_progress, train=args.train, **variation_args(args),
+                                **extra)
             if args.results:
                 path = write_result(res, args.results, args.command_line)
                 res["result_file"] = str(path)
@@ -82,6 +86,8 @@ def register(parser):
                         help="paper (or cpu) size with this many seeds instead of the protocol's (labelled as such)")
     parser.add_argument("--task-seeds", type=int, default=None,
                         help="paper size with this many task instances instead of the protocol's 3 (labelled)")
+    parser.add_argument("--freeze-points", type=int, default=None,
+                        help="S6 only: this many freeze steps, evenly spaced, instead of the protocol's 9 (labelled)")
     add_reading_args(parser)
     parser.add_argument("--no-train", dest="train", action="store_false",
                         help="only read the store: missing runs are left out (n counts what is there)")

@@ -259,7 +259,10 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
     check_method(method)
     if train:       # baselines first: the frozen runs start from their checkpoints
         run_sweep([c for k, c in cfgs.items() if k[0] is None], store, executor, progress=progress)
-        run_sweep([c for k, c in cfgs.items() if k[0] is not None], store, executor, progress=progress)
+        # a branch of a baseline that failed would be stored as failed (and not retried): leave it for next time
+        run_sweep([c for k, c in cfgs.items() if k[0] is not None
+                   and (c.branch is None or store.status(c.branch_point()[0]) == "complete")],
+                  store, executor, progress=progress)
     rows = []
     for (tf, s), c in cfgs.items():
         run = store.complete(c.run_id())

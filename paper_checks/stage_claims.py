@@ -289,27 +289,34 @@ class PlasticityCheck:
         """(metric, detection method) of the stage whose delay is measured at `size`."""
         return (self.metric, "threshold") if size == "paper" else self.small_stage
 
-    def plan(self, size: str, seeds: int | None = None):
+    def plan(self, size: str, seeds: int | None = None, points: int | None = None):
+        """(flat config, freeze steps, components, seeds, grid spacing); `points` freeze steps
+        instead of the protocol's (coarser and cheaper: the branches are most of the cost)."""
         n_seeds = _seed_count(size, seeds, self.seeds)
+        points = self.points if points is None else points
+        if isinstance(points, bool) or not isinstance(points, int) or points < 1:
+            raise ConfigError("freeze_points", points, "a whole number of freeze steps >= 1")
         flat = {**alchemy_flat(size, "withheld", None, PAPER_EPOCHS if size == "paper" else None),
                 "freeze_optimizer": "rebuild"}          # the paper's protocol: a fresh optimizer over the rest
-        every = flat["steps"] // (self.points + 1)
-        grid = [every * k for k in range(1, self.points + 1)]
+        every = flat["steps"] // (points + 1)
+        grid = [every * k for k in range(1, points + 1)]
         comps = ["embedding"] + [f"layer{i}" for i in range(flat.get("layers", 2))]
         return flat, grid, comps, range(n_seeds), every
 
-    def missing(self, size: str, store: RunStore, *args, seeds: int | None = None, **kwargs) -> int:
+    def missing(self, size: str, store: RunStore, *args, seeds: int | None = None, points: int | None = None,
+                **kwargs) -> int:
         """Runs of the plan not yet stored (baselines with their checkpoints, and every branch)."""
         from ..bridge.stages import plasticity_configs
-        flat, grid, comps, seed_range, _ = self.plan(size, seeds)
+        flat, grid, comps, seed_range, _ = self.plan(size, seeds, points)
         cfgs = {c.run_id(): c for comp in comps for c in plasticity_configs(flat, comp, grid, seed_range).values()}
         return sum(store.status(rid) is None for rid in cfgs)
 
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True, train: bool = True,
-            wd_scale: float = 1.0, seeds: int | None = None, device: str = "cpu", **ignored) -> dict:
+            wd_scale: float = 1.0, seeds: int | None = None, device: str = "cpu", points: int | None = None,
+            **ignored) -> dict:
         from ..bridge.stages import plasticity_configs, plasticity_window
         _no_decay_scaling(wd_scale)
-        flat, grid, comps, seed_range, every = self.plan(size, seeds)
+        flat, grid, comps, seed_range, every = self.plan(size, seeds, points)
         if device != "cpu":
             flat = {**flat, "device": device}
         metric, method = self.stage(size)
@@ -333,7 +340,10 @@ class PlasticityCheck:
         rows.append(_row("Transformer layers with a window at least the embedding's (fraction)", longer, 1.0, 0.0))
         rows.append(_row(f"delay when frozen at the last point, step {grid[-1]} (steps)",
                          [last[c] for c in comps], [0.0, float(every)], 0.0))
-        v = _size_note(verdict(rows, self.tolerance), size, len(seed_range), self.seeds)
+        v = verdict(rows, self.tolerance)
+        if len(grid) != self.points:
+            v = f"{v} ({len(grid)} of the protocol's {self.points} freeze points)"
+        v = _size_note(v, size, len(seed_range), self.seeds)
         return {"id": self.id, "claim": self.claim, "size": size,
                 "metric": f"{metric} stage delay (steps; stage by {method})",
                 "seeds": len(seed_range), "protocol_seeds": self.seeds, "tolerance": self.tolerance,

@@ -15,6 +15,9 @@ def test_verdict_rule():
     assert verdict([row(0.40, 0.93, sd=0.01)], 0.1) == "not reproduced"
     assert verdict([row(0.80, 0.93, sd=0.3)], 0.1) == "inconclusive"   # 0.13 > 0.1 but within 2 se
     assert verdict([row(float("nan"), 0.93)], 0.1) == "inconclusive"
+    # a claim is a conjunction: one value clearly outside decides, even beside one not measured
+    assert verdict([row(float("nan"), 0.93), row(0.23, 1.0)], 0.1) == "not reproduced"
+    assert verdict([row(float("nan"), 0.93), row(0.95, 1.0)], 0.1) == "inconclusive"
 
 
 def test_quick_configs_scale_time_only():

@@ -180,3 +180,22 @@ def test_cosine_lr_final_is_validated():
     c = TrainConfig(lr=1e-3, lr_schedule="cosine", lr_final=1e-4, steps=100)
     assert c.lr_at(0) == pytest.approx(1e-3) and c.lr_at(100) == pytest.approx(1e-4)
     assert TrainConfig(lr_schedule="cosine").run_id() == "38a0a82eeaf70f86"    # the id it had before lr_final
+
+
+def test_s6_freeze_points_trade_resolution_for_cost(tmp_path, capsys):
+    """--freeze-points N: N evenly spaced freeze steps instead of the protocol's 9, labelled in
+    the verdict; only S6 takes it, and only a count >= 1."""
+    from critwin.bridge.cli import main
+    s6 = CHECKS["S6"]
+    flat, grid, comps, seeds, every = s6.plan("cpu", points=4)
+    assert grid == [every * k for k in (1, 2, 3, 4)] and every == flat["steps"] // 5
+    store = RunStore(tmp_path)
+    assert s6.missing("cpu", store, points=4) == len(seeds) * (1 + 4 * len(comps)) < s6.missing("cpu", store)
+    res = s6.run("cpu", store, train=False, points=4)
+    assert "4 of the protocol's 9 freeze points" in res["verdict"] and res["freeze_steps"] == grid
+    assert "freeze points" not in s6.run("cpu", store, train=False)["verdict"]
+    with pytest.raises(ConfigError, match="freeze_points"):
+        s6.plan("cpu", points=0)
+    for argv in (["W1", "--freeze-points", "3"], ["S6", "--size", "cpu", "--freeze-points", "0"]):
+        assert main(["check", *argv, "--store", str(tmp_path), "--no-train", "--results", ""]) == 2
+        assert "freeze_points" in capsys.readouterr().err

@@ -134,6 +134,23 @@ def test_plasticity_by_branching_equals_training_each_run_from_zero(tmp_path):
     assert out[True].equals(out[False])
 
 
+def test_branches_of_a_failed_baseline_are_left_for_later(tmp_path):
+    """A baseline that failed has no checkpoints: its branches are not trained (they would be
+    stored as failed and never retried), so a later call can still train them."""
+    from critwin.bridge.stages import plasticity_configs, plasticity_window
+    from critwin.empirical import RunStore
+    from critwin.empirical.sweep import LocalExecutor
+    from critwin.empirical.sweep.runner import failed_run
+    base = {"steps": 60, "d": 16, "batch_size": 32, "eval_every": 10, "lr": 1e-2}
+    cfgs = plasticity_configs(base, "layer0", [20, 40], [0])
+    store = RunStore(tmp_path)
+    store.save(failed_run(cfgs[(None, 0)].resolved(), "killed"))
+    per_run, table = plasticity_window(cfgs, store, metric="acc", split="train", executor=LocalExecutor(1),
+                                       progress=False)
+    assert per_run.empty and store.scan()[0] == [cfgs[(None, 0)].run_id()]
+    assert all(store.status(c.run_id()) is None for k, c in cfgs.items() if k[0] is not None)
+
+
 def test_plasticity_from_a_stored_baseline_shares_its_runs(tmp_path, capsys):
     """--baseline RUN_ID freezes from the stored run's own checkpoints: the same runs (ids, stage
     table) as --set with that config and those freeze steps, and nothing trained twice."""
