@@ -81,7 +81,8 @@ def lost_result(item):
         return [lost_result(x) for x in item]
     config = item[0] if isinstance(item, tuple) else item
     return {"config": config, "error": "the worker process died during this run or beside it (killed, e.g. out of"
-                                       " memory); the pool was restarted for the other runs", "traceback": ""}
+                                       " memory, or a script that starts its sweep outside `if __name__ =="
+                                       ' "__main__":`); the pool was restarted for the other runs', "traceback": ""}
 
 
 _END = object()

@@ -66,6 +66,16 @@ def pending(configs, store: RunStore, retry_failed: bool = False):
     return todo, skip, damaged
 
 
+def _not_while_importing_main(executor) -> None:
+    """A script that starts a sweep outside `if __name__ == "__main__":` starts it again in
+    every worker (they import the script): stop there, before that copy claims any run."""
+    import multiprocessing as mp
+    if getattr(executor, "workers", 1) > 1 and getattr(mp.current_process(), "_inheriting", False):
+        raise ConfigError("executor", f"{type(executor).__name__}(workers={executor.workers})",
+                          'a sweep started under `if __name__ == "__main__":` in a script (its workers import the'
+                          " script and would start the sweep again)")
+
+
 def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_failed: bool = False,
               progress: bool = True, pack: int | None = None) -> SweepResult:
     """Train every config not yet in `store`; the store is written here, one run at a time.
@@ -73,8 +83,9 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
     executor's pack, else the engine's default for their device; 1: each alone); each member
     is stored as its own run, under the id it has alone. A run trained alone that is killed
     midway continues from its last resume state (RunStore.resume_path) on the next sweep."""
-    store.ensure_writable()          # before any training: a store we cannot write loses the runs
     executor = executor or LocalExecutor()
+    _not_while_importing_main(executor)
+    store.ensure_writable()          # before any training: a store we cannot write loses the runs
     store.clean_stale()
     todo, skip, damaged = pending(configs, store, retry_failed)
     res = SweepResult(len(configs), skipped=skip)
