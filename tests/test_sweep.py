@@ -89,6 +89,14 @@ def test_failures_are_recorded_and_retried_alone(tmp_path):
     assert not list(tmp_path.glob(f"{TMP_PREFIX}*"))
 
 
+def test_progress_counts_a_branch_from_its_checkpoint():
+    from dataclasses import replace
+
+    from critwin.empirical.sweep.runner import steps_to_train
+    cfg = config_from_flat({**TINY, "steps": 100})
+    assert steps_to_train(cfg) == 100 and steps_to_train(replace(cfg, branch="0123456789abcdef@40")) == 60
+
+
 def test_a_script_without_a_main_guard_is_told_so(tmp_path):
     """Workers import the script that started the pool: a sweep outside `if __name__ ==
     "__main__":` would run again in each of them (claiming the runs); it stops there instead,

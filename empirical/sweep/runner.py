@@ -66,6 +66,11 @@ def pending(configs, store: RunStore, retry_failed: bool = False):
     return todo, skip, damaged
 
 
+def steps_to_train(config: TrainConfig) -> int:
+    """Training steps a sweep spends on `config`: a branch starts at its checkpoint's step."""
+    return config.steps - (config.branch_point()[1] if config.branch else 0)
+
+
 def _not_while_importing_main(executor) -> None:
     """A script that starts a sweep outside `if __name__ == "__main__":` starts it again in
     every worker (they import the script): stop there, before that copy claims any run."""
@@ -126,7 +131,7 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
 
     bar = tqdm(total=len(configs), initial=len(skip), desc="sweep", unit="run", disable=not progress)
     bar.set_postfix(done=0, failed=0, remaining=len(todo))
-    steps = tqdm(total=sum(c.steps for c in todo), desc="training steps", unit="step", disable=not progress,
+    steps = tqdm(total=sum(steps_to_train(c) for c in todo), desc="training steps", unit="step", disable=not progress,
                  position=1, leave=False, mininterval=1.0)
     try:
         outs = (out for group in executor.imap(run_pack, claimed(), on_steps=steps.update if progress else None)
