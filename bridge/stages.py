@@ -366,7 +366,11 @@ def cmd_plasticity(args):
     never = sorted(set(table[table.baseline_stage.isna()].metric)) if len(table) else []
     text += [f"warning: no baseline completes the {m} stage, so its delays are not evidence of a window"
              for m in never]
-    text.append(f"window: mean delay of the stage ({args.method}) above {args.delay:g} steps (over {args.seeds} seeds;"
+    if not len(table):
+        text.append("no frozen run and its baseline are both stored yet" + (" (run without --no-train)" if not args.train
+                                                                           else ""))
+    seeds = int(table.seeds.max()) if len(table) else 0
+    text.append(f"window: mean delay of the stage ({args.method}) above {args.delay:g} steps (over {seeds} seeds;"
                 f" never reached = end of training); wrote {out / 'plasticity.csv'}")
     payload = {"table": table.to_dict(orient="records"), "windows": windows, "baseline_never_completes": never}
     if len(table) and not args.no_figure:
