@@ -250,7 +250,8 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
     step t_f to the end, detect the stage of `metric` per run (the threshold rule, or where the
     curve's last change-point rise completes), and compare with the unfrozen baseline: delta =
     stage time (frozen) - stage time (baseline), a stage never reached counting as the end of
-    training. The window is the t_f where the mean delta over seeds exceeds `delay`. Frozen runs
+    training. The window is the t_f where the mean delta over seeds exceeds `delay`; `final_mean`
+    is the curve's last value (freezing may lower the level reached rather than delay it). Frozen runs
     that branch from the baseline's checkpoint at t_f have the same numbers as training them
     from step 0, at up to half the cost."""
     import pandas as pd
@@ -274,7 +275,7 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
             raise ConfigError("metric", metric, f"a curve the runs log on split '{split}'")
         t = stage_time(curve.step, curve.value, metric, method, n)
         rows.append({"freeze_step": tf, "seed": s, "stage_step": t,
-                     "stage_or_end": t if np.isfinite(t) else float(c.steps)})
+                     "stage_or_end": t if np.isfinite(t) else float(c.steps), "final": float(curve.value.iloc[-1])})
     per_run = pd.DataFrame(rows)
     if per_run.empty:
         return per_run, pd.DataFrame()
@@ -283,7 +284,7 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
     fr["delta"] = fr.stage_or_end - fr.seed.map(base_t)
     table = (fr.groupby("freeze_step").agg(delta_mean=("delta", "mean"), delta_max=("delta", "max"),
                                            reached=("stage_step", lambda v: float(np.isfinite(v).mean())),
-                                           seeds=("seed", "size")).reset_index())
+                                           final_mean=("final", "mean"), seeds=("seed", "size")).reset_index())
     table["in_window"] = table.delta_mean > delay
     return per_run, table
 

@@ -320,20 +320,23 @@ class PlasticityCheck:
         if device != "cpu":
             flat = {**flat, "device": device}
         metric, method = self.stage(size)
-        rows, windows, last, reached = [], {}, {}, []
+        rows, windows, last, reached, finals = [], {}, {}, [], []
         for comp in comps:
             per_run, table = plasticity_window(plasticity_configs(flat, comp, grid, seed_range), store, metric,
                                                "test", every, 3, executor, train, progress, method)
             base = per_run[per_run.freeze_step.isna()] if len(per_run) else per_run
             reached = [float(np.isfinite(t)) for t in base.get("stage_step", [])]
+            finals = list(base.get("final", []))
             # a delay needs the stage in the baseline: one that never completes it (a size too small
             # for the stage) would make every delay 0 and pass the check on nothing
             judged = len(table) and reached and min(reached) == 1.0
             windows[comp] = float(table.in_window.sum() * every) if judged else float("nan")
             last[comp] = float(table.delta_mean.iloc[-1]) if judged else float("nan")
             rows.append({"value": f"{comp}: window length (steps)", "paper": None, "measured": windows[comp],
-                         "delays": table.delta_mean.tolist() if len(table) else []})
+                         "delays": table.delta_mean.tolist() if len(table) else [],
+                         "finals": table.final_mean.tolist() if len(table) else []})
         rows.append(_row(f"baselines that complete the {metric} stage (fraction; delays need it)", reached, None))
+        rows.append(_row(f"baseline's final {metric} (the frozen runs' finals are in each window row)", finals, None))
         layers = [c for c in comps if c != "embedding"]
         longer = [float(windows[c] >= windows["embedding"]) for c in layers
                   if np.isfinite(windows[c]) and np.isfinite(windows["embedding"])]

@@ -126,6 +126,10 @@ def test_s6_windows_from_stored_branches(tmp_path):
     rows = {r["value"]: r["measured"] for r in res["rows"]}
     assert rows["embedding: window length (steps)"] == 0 and rows["layer0: window length (steps)"] == 3 * every
     assert rows["Transformer layers with a window at least the embedding's (fraction)"] == 1.0
+    assert rows["baseline's final event_a (the frozen runs' finals are in each window row)"] == 0.75
+    finals = {r["value"]: r.get("finals") for r in res["rows"]}      # freezing early holds A at its start level
+    assert finals["layer0: window length (steps)"] == [0.37] * 3 + [0.75] * (len(grid) - 3)
+    assert finals["embedding: window length (steps)"] == [0.75] * len(grid)
     assert res["verdict"].startswith("reproduced") and s6.missing("cpu", store) == 0
 
 
