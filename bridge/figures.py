@@ -347,19 +347,28 @@ def plot_stage_curves(curves, per_run, path, max_panels: int = 12) -> Path:
 
 
 def plot_plasticity(table, delay: float, path) -> Path:
-    """Mean stage delay against the freeze step, one panel per stage curve and one line per
-    component; the baseline's stage time (dotted) and the window threshold (grey)."""
+    """Top: mean stage delay against the freeze step, one panel per stage curve and one line per
+    component; the baseline's stage time (dotted) and the window threshold (grey). Bottom (when
+    the table has it): the curve's final value against the freeze step, the baseline's dashed."""
     metrics = list(dict.fromkeys(table.metric))
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.6 * len(metrics), 3.6), squeeze=False)
-    for ax, metric in zip(axes.flat, metrics):
-        sub = table[table.metric == metric]
+    finals = "final_mean" in table and "baseline_final" in table
+    fig, axes = plt.subplots(1 + finals, len(metrics), figsize=(4.6 * len(metrics), 3.6 * (1 + finals)),
+                             squeeze=False)
+    for j, metric in enumerate(metrics):
+        sub, ax = table[table.metric == metric], axes[0, j]
         for i, (comp, g) in enumerate(sub.groupby("component", sort=False)):
             ax.plot(g.freeze_step, g.delta_mean, "o-", color=f"C{i}", label=comp)
             if np.isfinite(g.baseline_stage.iloc[0]):
                 ax.axvline(g.baseline_stage.iloc[0], color=f"C{i}", ls=":", lw=1)
+            if finals:
+                axes[1, j].plot(g.freeze_step, g.final_mean, "o-", color=f"C{i}", label=comp)
         ax.axhline(delay, color="0.6", lw=1)
         ax.set(xlabel="freeze step t_f", ylabel="stage delay (steps)", title=metric)
-    axes.flat[0].legend(fontsize=8)
+        if finals:
+            axes[1, j].axhline(sub.baseline_final.iloc[0], color="k", ls="--", lw=1, label="baseline")
+            axes[1, j].set(xlabel="freeze step t_f", ylabel=f"final {metric}")
+            axes[1, j].legend(fontsize=8)
+    axes[0, 0].legend(fontsize=8)
     return _save(fig, path)
 
 

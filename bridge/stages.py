@@ -351,10 +351,11 @@ def cmd_plasticity(args):
                 per_run, table = plasticity_window(cfgs, store, metric, args.split, args.delay, args.n, ex,
                                                    args.train and k == 0, not args.no_progress, args.method)
                 if len(table):
-                    base_t = per_run[per_run.freeze_step.isna()].stage_step
+                    base = per_run[per_run.freeze_step.isna()]
                     tables.append(table.assign(component=comp, metric=metric,
-                                               baseline_stage=float(np.nanmedian(base_t)) if base_t.notna().any()
-                                               else float("nan")))
+                                               baseline_stage=float(np.nanmedian(base.stage_step))
+                                               if base.stage_step.notna().any() else float("nan"),
+                                               baseline_final=float(base.final.mean())))
     import pandas as pd
     table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     out = Path(args.out)

@@ -104,6 +104,7 @@ def test_plasticity_window_from_stored_curves(tmp_path, capsys):
     t = table.set_index("freeze_step")
     assert t.loc[100, "delta_mean"] == 1000 and t.loc[400, "delta_mean"] == 1500 and t.loc[1000, "delta_mean"] == 0
     assert list(t.in_window) == [True, True, False] and t.loc[400, "reached"] == 0.0
+    assert list(t.final_mean) == [0.97, 0.1, 0.97]           # frozen at 400 the curve stays at its start
     import json
 
     from critwin.bridge.cli import main
@@ -113,6 +114,7 @@ def test_plasticity_window_from_stored_curves(tmp_path, capsys):
     d = json.loads(capsys.readouterr().out)
     assert code == 0 and d["windows"] == {"layer0 event_c": [100, 400], "layer1 event_c": []}
     assert {r["component"] for r in d["table"]} == {"layer0"} and d["table"][0]["baseline_stage"] == 500
+    assert d["table"][0]["baseline_final"] == 0.97
     assert (tmp_path / "o" / "plasticity.png").stat().st_size > 0
 
 
