@@ -250,6 +250,8 @@ def write_result(result: dict, folder, command: str) -> Path:
             suffix += f"_tasks{result['task_seeds']}"
         if result.get("seeds", 1) != result.get("protocol_seeds", 1):
             suffix += f"_seeds{result['seeds']}"
+        if result.get("freeze_points") != result.get("protocol_freeze_points"):
+            suffix += f"_points{result['freeze_points']}"
     path = folder / f"{result['id']}_{result['size']}{suffix}.json"
     path.write_text(json.dumps(result, indent=1, default=float))
     pd.DataFrame([{k: v for k, v in r.items() if k not in ("per_seed", "run_ids")} for r in result["rows"]]

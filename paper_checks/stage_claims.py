@@ -350,7 +350,8 @@ class PlasticityCheck:
         return {"id": self.id, "claim": self.claim, "size": size,
                 "metric": f"{metric} stage delay (steps; stage by {method})",
                 "seeds": len(seed_range), "protocol_seeds": self.seeds, "tolerance": self.tolerance,
-                "freeze_steps": grid, "rows": rows, "verdict": v, "notes": self.notes}
+                "freeze_steps": grid, "freeze_points": len(grid), "protocol_freeze_points": self.points, "rows": rows,
+                "verdict": v, "notes": self.notes}
 
 
 S5 = StageCheck("S5", "decomposition is hyper-parameter sensitive: weight decay and the final learning rate"

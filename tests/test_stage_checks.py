@@ -200,6 +200,8 @@ def test_s6_freeze_points_trade_resolution_for_cost(tmp_path, capsys):
     res = s6.run("cpu", store, train=False, points=4)
     assert "4 of the protocol's 9 freeze points" in res["verdict"] and res["freeze_steps"] == grid
     assert "freeze points" not in s6.run("cpu", store, train=False)["verdict"]
+    from critwin.paper_checks import write_result
+    assert write_result(res, tmp_path / "res", "cmd").name == "S6_cpu_points4.json"   # not the 9-point file
     with pytest.raises(ConfigError, match="freeze_points"):
         s6.plan("cpu", points=0)
     for argv in (["W1", "--freeze-points", "3"], ["S6", "--size", "cpu", "--freeze-points", "0"]):
