@@ -268,8 +268,9 @@ class PlasticityCheck:
     """S6: freeze one component from t_f on (t_f on a fixed grid of `points` steps across
     training; each frozen run branches from its baseline's checkpoint), per component the
     delay of the stage of `metric` against the baseline; the window is where the mean delay
-    exceeds one grid spacing (the paper: 10 epochs). Judged: every Transformer layer's window
-    is at least as long as the embedding's, and freezing at the last point delays nothing.
+    exceeds one grid spacing (the paper: 10 epochs). Judged: every Transformer layer has a
+    window (freezing it early delays the stage), at least as long as the embedding's, and
+    freezing at the last point delays nothing.
     A baseline that never completes the stage leaves every delay undefined: inconclusive.
     Below paper size no stage reaches its threshold (A plateaus near 0.75 at cpu size), so
     there the stage is A's rise timed by change points (`small_stage`), labelled as such."""
@@ -340,6 +341,8 @@ class PlasticityCheck:
         layers = [c for c in comps if c != "embedding"]
         longer = [float(windows[c] >= windows["embedding"]) for c in layers
                   if np.isfinite(windows[c]) and np.isfinite(windows["embedding"])]
+        rows.append(_row("Transformer layers whose window is not empty (fraction; freezing before the stage delays it)",
+                         [float(windows[c] > 0) for c in layers if np.isfinite(windows[c])], 1.0, 0.0))
         rows.append(_row("Transformer layers with a window at least the embedding's (fraction)", longer, 1.0, 0.0))
         rows.append(_row(f"delay when frozen at the last point, step {grid[-1]} (steps)",
                          [last[c] for c in comps], [0.0, float(every)], 0.0))

@@ -133,6 +133,22 @@ def test_s6_windows_from_stored_branches(tmp_path):
     assert res["verdict"].startswith("reproduced") and s6.missing("cpu", store) == 0
 
 
+def test_s6_without_any_window_is_not_reproduced(tmp_path):
+    """Freezing changes nothing: every window is empty, so 'layers at least as long as the
+    embedding' holds as 0 >= 0; the claim that freezing a layer early delays the stage fails."""
+    from critwin.bridge.stages import plasticity_configs
+    s6 = CHECKS["S6"]
+    store = RunStore(tmp_path)
+    flat, grid, comps, seeds, every = s6.plan("cpu")
+    for comp in comps:
+        for (tf, s), cfg in plasticity_configs(flat, comp, grid, seeds).items():
+            save(store, cfg, {"event_a": rise(grid[0] + every // 2, 0.37, 0.75)})
+    res = s6.run("cpu", store, train=False)
+    rows = {r["value"].split(" (")[0]: r["measured"] for r in res["rows"]}
+    assert rows["Transformer layers with a window at least the embedding's"] == 1.0
+    assert rows["Transformer layers whose window is not empty"] == 0.0 and res["verdict"].startswith("not reproduced")
+
+
 def test_s6_is_inconclusive_when_the_baseline_never_completes_the_stage(tmp_path):
     """A baseline whose A never rises: every run is censored at the end, the delays would all
     be 0 and the check would pass on nothing."""
