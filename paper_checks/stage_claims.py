@@ -334,6 +334,7 @@ class PlasticityCheck:
             windows[comp] = float(table.in_window.sum() * every) if judged else float("nan")
             last[comp] = float(table.delta_mean.iloc[-1]) if judged else float("nan")
             rows.append({"value": f"{comp}: window length (steps)", "paper": None, "measured": windows[comp],
+                         "unit": "window length (steps)",
                          "delays": table.delta_mean.tolist() if len(table) else [],
                          "finals": table.final_mean.tolist() if len(table) else []})
         rows.append(_row(f"baselines that complete the {metric} stage (fraction; delays need it)", reached, None))
