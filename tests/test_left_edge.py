@@ -50,9 +50,20 @@ def test_the_fitted_threshold_predicts_the_edge_it_was_fitted_to(raw, data):
     s_star = fit_s_star(steps, shrink, edge)
     pred = predicted_edge(steps, shrink, s_star)
     first_at_or_after = steps[steps >= edge][0]
-    # in a flat stretch the first step of the same value is already at s*
+    # in a flat stretch the first step of the same value is already at s*; "same" up to float
+    # resolution: between 1.0 and the next float below it, the interpolated s* rounds to 1.0
     assert pred <= first_at_or_after and shrink[int(pred // 10)] <= s_star
-    assert pred == first_at_or_after or shrink[int(pred // 10)] == shrink[int(first_at_or_after // 10)]
+    assert pred == first_at_or_after or np.isclose(shrink[int(pred // 10)], shrink[int(first_at_or_after // 10)],
+                                                   rtol=1e-12, atol=0)
+
+
+def test_an_edge_between_two_values_one_float_apart():
+    """Found by CI: on 1.0, 1.0, then the float just below 1.0, an edge at 31 interpolates to 1.0,
+    so the predicted edge is the flat stretch's first step (20), which is at s* already."""
+    shrink = np.array([1.0, 2.0, 1.0, 1.0, 0.9999999999999999])
+    steps = np.arange(5) * 10.0
+    s_star = fit_s_star(steps, shrink, 31.0)
+    assert s_star == 1.0 and predicted_edge(steps, shrink, s_star) == 20.0
 
 
 def test_edge_cases_and_bad_input():
