@@ -34,9 +34,9 @@ def cmd_check(args):
     if not args.train and any(hasattr(CHECKS[i], "configs") for i in ids):
         store.require()
     results, text = [], []
+    extra = {"points": args.freeze_points} if args.freeze_points is not None else {}
     with executor_from(args) as ex:
         for i in ids:
-            extra = {"points": args.freeze_points} if args.freeze_points is not None else {}
             res = CHECKS[i].run(args.size, store, ex, not args.no_progress, train=args.train, **variation_args(args),
                                 **extra)
             if args.results:
