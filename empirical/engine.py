@@ -2,8 +2,9 @@
 
 A pack is a list of TrainConfigs that differ only in what `PACK_FREE` names (seeds, task
 instance, init scale, learning rate, decay schedule and reading, freezes). `train_pack` trains
-them in one process as stacked weights: one forward and backward for all members under
-torch.func.vmap over the model of `models/transformer.py`, one optimizer step over the stacked
+them in one process as stacked weights: one forward and backward for all members
+(`models/stacked.py`: the model of `models/transformer.py` with a batched matmul over members
+for every linear map), one optimizer step over the stacked
 tensors (AdamW and SGD act elementwise, so each member's slice steps as it would alone), decay
 as per-member factors. Members with different learning rates take torch's step at lr 1, and
 each member's slice is then moved lr times as far (the optimizers' state does not depend on
@@ -14,7 +15,6 @@ matmuls round differently).
 """
 from __future__ import annotations
 
-import copy
 import json
 import time
 from types import SimpleNamespace
@@ -22,12 +22,12 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.func import functional_call, vmap
 from tqdm.auto import tqdm
 
 from ..errors import ConfigError
 from .config import TrainConfig
 from .metrics import decay_mechanism, split_scores, stacked_weight_metrics
+from .models.stacked import stacked_logits
 from .store import Run
 from .train import _device, build_optimizer, eval_splits, finish_run, initial_model, log_metrics
 
@@ -75,10 +75,16 @@ def packs(configs, size: int | None = None, workers: int = 1) -> list[list[Train
 
 
 def default_pack_size(device: str) -> int:
-    """Members per pack when a sweep is not told: on a GPU 64 (one small model leaves it
-    idle); on a CPU 1: there a pack is no faster per member than the plain loop (0.6-0.9x in
-    steady state, benchmarks/bench_engine.py) and the plain loop keeps runs bit-identical."""
-    return 64 if device == "cuda" else 1
+    """Members per pack when a sweep is not told: 64 on a GPU (one small model leaves it idle),
+    8 on a CPU (about 2x the plain loop per member at 4-8 members, benchmarks/bench_engine.py)."""
+    return 64 if device == "cuda" else 8
+
+
+def on_engine(cfg: TrainConfig, size: int | None) -> bool:
+    """Whether a sweep trains `cfg` on the engine: it can be packed and packs are on (size, or
+    its device's default, above 1). Then it does even in a pack of one, so a run's numbers do
+    not depend on how many other configs shared its sweep."""
+    return pack_key(cfg) is not None and (size or default_pack_size(cfg.device)) > 1
 
 
 class _Member:
@@ -162,10 +168,6 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
     template = built[0][0].to(device)          # materialises one member at a time for the metrics
     for m in members:
         m.set_freezes(template)
-    base = copy.deepcopy(template)             # the stacked forward: its weights come from `params`
-    for mod in base.modules():
-        if hasattr(mod, "explicit"):
-            mod.explicit = True
     params = _stack([b[0] for b in built], device)
     del built
     E, steps = len(cfgs), cfg0.steps
@@ -183,10 +185,9 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
     def per_member(v: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
         return v.view(-1, *[1] * (like.dim() - 1))
 
-    def member_loss(p, xb, yb):
-        return F.cross_entropy(functional_call(base, p, (xb,)), yb)
-    losses_of = vmap(member_loss)
-    logits_of = vmap(lambda p, xb: functional_call(base, p, (xb,)))
+    def losses_of(p, xb, yb):        # (E,) mean cross-entropy per member
+        logits = stacked_logits(cfg0.model, p, xb)
+        return F.cross_entropy(logits.flatten(0, 1), yb.flatten(), reduction="none").view(yb.shape).mean(1)
     evals = {name: (torch.stack([torch.as_tensor(m.scored[name].inputs, device=device) for m in members]),
                     torch.stack([torch.as_tensor(m.scored[name].targets, device=device) for m in members]))
              for name in members[0].scored}
@@ -194,14 +195,13 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
     @torch.no_grad()
     def scores() -> list[dict]:
         """Every member's split scores from one stacked forward per split (chunked like evaluate_split)."""
-        base.eval()
         out = [{} for _ in members]
         for name, (xs, ys) in evals.items():
             chunk = max(1, EVAL_BATCH // E)
-            logits = torch.cat([logits_of(params, xs[:, i:i + chunk]) for i in range(0, xs.shape[1], chunk)], 1)
+            logits = torch.cat([stacked_logits(cfg0.model, params, xs[:, i:i + chunk])
+                                for i in range(0, xs.shape[1], chunk)], 1)
             for e, m in enumerate(members):
                 out[e][name] = split_scores(logits[e], ys[e], m.scored[name], device)
-        base.train()
         return out
     alive = [True] * E
     first, wm = scores(), stacked_weight_metrics(template, params)
@@ -373,4 +373,4 @@ def _log(template, params: dict, opt, members, e: int, step: int, lr: float, lam
     return log_metrics(template, m.scored, step, template.tok.weight.device, m.rows, mech, scores, weights)
 
 
-__all__ = ["PACK_FREE", "PACK_TASKS", "default_pack_size", "pack_key", "packs", "train_pack"]
+__all__ = ["PACK_FREE", "PACK_TASKS", "default_pack_size", "on_engine", "pack_key", "packs", "train_pack"]

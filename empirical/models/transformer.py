@@ -94,7 +94,6 @@ class Attention(nn.Module):
         self.heads = c.heads
         self.q, self.k, self.v, self.o = (nn.Linear(c.d, c.d) for _ in range(4))
         self.drop = nn.Dropout(c.dropout)
-        self.explicit = False    # masked softmax instead of the fused kernel (which torch.func.vmap cannot batch)
 
     def forward(self, x, rows=None):
         """Causal self-attention, (B, T, D). rows (B,): only the query at position rows[b] of
@@ -110,7 +109,7 @@ class Attention(nn.Module):
         else:
             q = split(self.q(at_rows(x, rows)))
             sees = (torch.arange(T, device=x.device) <= rows[:, None])[:, None, None, :]
-        if self.explicit or (self.training and self.drop.p > 0):   # fused kernels: slower with dropout
+        if self.training and self.drop.p > 0:   # fused kernels: slower with dropout
             if sees is None:
                 sees = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
             att = (q @ k.transpose(-2, -1)) / math.sqrt(D // h)

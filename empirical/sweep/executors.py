@@ -117,18 +117,20 @@ def run_config(item) -> dict:
 
 def run_pack(items: list) -> list[dict]:
     """Worker task: train a pack of resolved configs as one stacked model (empirical/engine.py),
-    or a pack of one as `run_config` does; one result per config, never raises."""
+    or a run trained alone (a tuple) as `run_config` does; one result per config, never raises.
+    A pack that fails is trained again member by member, so a bad config fails only itself."""
     from ..config import TrainConfig
     from ..engine import train_pack
-    if len(items) == 1:
+    if len(items) == 1 and isinstance(items[0], tuple):
         return [run_config(items[0])]
     try:
         _one_thread()
         runs = train_pack([TrainConfig.from_dict(c) for c in items], progress=False, on_steps=_report_steps)
         return [{"config": c, "run": r} for c, r in zip(items, runs)]
     except Exception as e:  # noqa: BLE001 - failed runs are recorded, not raised
-        return [{"config": c, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
-                for c in items]
+        if len(items) > 1:
+            return [out for c in items for out in run_pack([c])]
+        return [{"config": items[0], "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}]
 
 
 def _pack_size(pack):

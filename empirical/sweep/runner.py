@@ -14,7 +14,7 @@ from ...errors import ConfigError, CorruptRunError
 from ..config import TrainConfig
 from ..environment import environment
 from ..store import Run, RunStore
-from ..engine import packs
+from ..engine import on_engine, packs
 from .executors import LocalExecutor, run_pack
 
 
@@ -114,7 +114,7 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                     bar.update(1)
                     continue
                 held.add(rid)
-                if len(group) > 1:          # a pack member: plain config (packs neither branch nor resume)
+                if on_engine(c, size):      # a pack member: plain config (packs neither branch nor resume)
                     items.append(c.resolved())
                     continue
                 try:
