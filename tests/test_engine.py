@@ -171,3 +171,55 @@ def test_rebuild_with_amsgrad_matches_alone():
             for c, f in zip(MIXED[:2], ((("layer1", 25),), (("layer0.attn", 40),)))]
     for c, r in zip(cfgs, train_pack(cfgs, progress=False)):
         assert_matches_alone(c, r, skip=(("optim", "adam_gain"), ("optim", "effective_shrink")))
+
+
+@pytest.mark.parametrize("model", [
+    ModelConfig(d=16),
+    ModelConfig(d=24, heads=3, layers=3, mlp_ratio=2, norm="post", positions="sinusoidal", embed_scale=True,
+                activation="relu", head_bias=True),
+    ModelConfig(d=16, layers=1, gamma=2.0)])
+def test_stacked_forward_and_gradients_equal_the_module(model):
+    """The engine's written-out forward against nn.Module Transformers, one per member."""
+    import torch
+
+    from critwin.empirical.models import Transformer
+    from critwin.empirical.models.stacked import stacked_logits
+    torch.manual_seed(0)
+    members = [Transformer(model, 11, 5, 7) for _ in range(3)]
+    idx = torch.randint(0, 11, (3, 6, 5))
+    params = {n: torch.stack([dict(m.named_parameters())[n].detach() for m in members]).requires_grad_()
+              for n, _ in members[0].named_parameters()}
+    got = stacked_logits(model, params, idx)
+    want = torch.stack([m(idx[e]) for e, m in enumerate(members)])
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    w = torch.randn_like(want)
+    (got * w).sum().backward()
+    (want * w).sum().backward()
+    for n, p in params.items():
+        for e, m in enumerate(members):
+            torch.testing.assert_close(p.grad[e], dict(m.named_parameters())[n].grad, rtol=1e-5, atol=1e-6)
+
+
+def test_a_run_s_numbers_do_not_depend_on_its_sweep(tmp_path):
+    """With packs on (the default), a packable config trains on the engine even alone: the same
+    numbers whether its sweep held it alone or with others; --pack 1 is the plain loop."""
+    alone = run_sweep([MIXED[1]], RunStore(tmp_path / "alone"), LocalExecutor(1), progress=False)
+    run_sweep(MIXED[:3], RunStore(tmp_path / "three"), LocalExecutor(1), progress=False)
+    run_sweep([MIXED[1]], RunStore(tmp_path / "plain"), LocalExecutor(1, pack=1), progress=False)
+    a = RunStore(tmp_path / "alone").load(MIXED[1].run_id())
+    b = RunStore(tmp_path / "three").load(MIXED[1].run_id())
+    plain = RunStore(tmp_path / "plain").load(MIXED[1].run_id())
+    assert alone.done == [MIXED[1].run_id()]
+    assert a.summary["pack"]["members"] == 1 and b.summary["pack"]["members"] == 3 and "pack" not in plain.summary
+    assert a.metrics.equals(b.metrics)
+    assert plain.metrics.equals(train(MIXED[1], progress=False).metrics)
+    assert_matches_alone(MIXED[1], a)
+
+
+def test_a_bad_config_in_a_pack_fails_alone(tmp_path):
+    bad = replace(MIXED[2], freeze=(("layer7", 5),))          # no such component: fails when training starts
+    store = RunStore(tmp_path)
+    res = run_sweep([MIXED[0], bad, MIXED[3]], store, LocalExecutor(1, pack=3), progress=False)
+    assert sorted(res.done) == sorted([MIXED[0].run_id(), MIXED[3].run_id()])
+    assert [r for r, _ in res.failed] == [bad.run_id()] and "layer7" in store.load(bad.run_id()).summary["error"]
+    assert_matches_alone(MIXED[3], store.load(MIXED[3].run_id()))
