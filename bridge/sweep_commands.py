@@ -19,7 +19,7 @@ def add_executor_args(p):
     p.add_argument("--scheduler", default=None, help="Dask scheduler address, e.g. tcp://host:8786")
     p.add_argument("--pack", type=int, default=None,
                    help="train up to this many compatible runs as one stacked model per worker (default: 64 on"
-                        " cuda; 1 on cpu, where packing does not pay: benchmarks/bench_engine.py)")
+                        " cuda, 8 on cpu: benchmarks/bench_engine.py); 1: each run alone, the plain loop")
 
 
 @contextmanager
