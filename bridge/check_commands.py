@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..empirical import RunStore
 from ..empirical.config import DEVICES
 from ..errors import ConfigError
-from ..paper_checks import CHECKS, CLAIM_IDS, SIZES, write_result
+from ..paper_checks import CHECKS, CLAIM_IDS, SIZES, train_checks, write_result
 from .figures import plot_check
 from .sweep_commands import add_executor_args, executor_from
 from .train_commands import add_reading_args
@@ -19,12 +19,13 @@ def _fmt_row(r: dict) -> dict:
 
 
 def cmd_check(args):
-    ids = [i for i in CHECKS if args.size in CHECKS[i].sizes] if args.id == "all" else [args.id.upper()]
+    named = [i.upper() for i in args.id]
+    ids = [i for i in CHECKS if args.size in CHECKS[i].sizes] if named == ["ALL"] else list(dict.fromkeys(named))
     for i in ids:
         if i not in CHECKS:
             available = ", ".join(CHECKS)
             missing = ", ".join(c for c in CLAIM_IDS if c not in CHECKS)
-            raise ConfigError("id", args.id, f"one of {available}, or all (not yet implemented: {missing})")
+            raise ConfigError("id", i, f"one or more of {available}, or all (not yet implemented: {missing})")
     for f in ("seeds", "task_seeds"):
         if getattr(args, f) is not None and getattr(args, f) < 1:
             raise ConfigError(f, getattr(args, f), "a count >= 1")
@@ -36,6 +37,8 @@ def cmd_check(args):
     results, text = [], []
     extra = {"points": args.freeze_points} if args.freeze_points is not None else {}
     with executor_from(args) as ex:
+        if args.train and len(ids) > 1:      # one sweep for all: packs and workers shared between checks
+            train_checks([CHECKS[i] for i in ids], args.size, store, ex, not args.no_progress, **variation_args(args))
         for i in ids:
             res = CHECKS[i].run(args.size, store, ex, not args.no_progress, train=args.train, **variation_args(args),
                                 **extra)
@@ -69,7 +72,7 @@ def reading_from_args(args) -> dict:
 
 
 def register(parser):
-    parser.add_argument("id", help="claim id (" + ", ".join(CHECKS) + ") or all")
+    parser.add_argument("id", nargs="+", help="claim ids (" + ", ".join(CHECKS) + "), or all")
     parser.add_argument("--size", choices=SIZES, default="quick",
                         help="quick: times / 10, one seed (machinery only); paper: the paper's protocol; cpu: the"
                              " Alchemy checks (S) at the size of empirical/presets.py (orders and ratios only)")

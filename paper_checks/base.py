@@ -172,6 +172,11 @@ class EmpiricalCheck:
         return sum(store.status(c.run_id()) is None
                    for c in self.configs(size, wd_scale, seeds, task_seeds, reading).values())
 
+    def planned(self, size: str, wd_scale: float = 1.0, seeds: int | None = None, task_seeds: int | None = None,
+                reading: dict | None = None, device: str = "cpu") -> dict:
+        """The configs `run` trains and reads, by (variant, task seed, seed), on `device`."""
+        return on_device(self.configs(size, wd_scale, seeds, task_seeds, reading), device)
+
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True,
             train: bool = True, wd_scale: float = 1.0, seeds: int | None = None,
             task_seeds: int | None = None, reading: dict | None = None, device: str = "cpu") -> dict:
@@ -181,7 +186,7 @@ class EmpiricalCheck:
         variations (reported as such). Each row splits its spread into task instance vs seed.
         device: where the runs train (part of a run's identity, so cuda runs are their own).
         """
-        cfgs = on_device(self.configs(size, wd_scale, seeds, task_seeds, reading), device)
+        cfgs = self.planned(size, wd_scale, seeds, task_seeds, reading, device)
         seeds, tasks = (seeds or self.seeds, task_seeds or self.task_seeds) if size == "paper" else (1, 1)
         if train:
             run_sweep(list(cfgs.values()), store, executor, progress=progress)
@@ -215,6 +220,20 @@ class EmpiricalCheck:
 def on_device(cfgs: dict, device: str) -> dict:
     """The same configs trained on `device` ('cpu': unchanged)."""
     return cfgs if device == "cpu" else {k: replace(c, device=device) for k, c in cfgs.items()}
+
+
+def train_checks(checks: list, size: str, store: RunStore, executor=None, progress: bool = True,
+                 **variation) -> int:
+    """Train what the empirical checks among `checks` are missing as one sweep, so runs of
+    different checks share packs and workers (check by check, a pack holds one check's runs at
+    most); their `run` then only reads. Returns the number of distinct configs."""
+    cfgs = {}
+    for chk in checks:
+        if isinstance(chk, EmpiricalCheck) and size in chk.sizes:
+            cfgs.update((c.run_id(), c) for c in chk.planned(size, **variation).values())
+    if cfgs:
+        run_sweep(list(cfgs.values()), store, executor, progress=progress)
+    return len(cfgs)
 
 
 @dataclass(frozen=True)

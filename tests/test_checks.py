@@ -215,3 +215,21 @@ def test_check_figure_puts_each_quantity_on_its_own_axis(tmp_path, monkeypatch):
     axes = seen["fig"].axes
     labels = {ax.get_xlabel(): [t.get_text() for t in ax.get_yticklabels()] for ax in axes}
     assert labels == {"0-1 scale": ["acc"], "test_reach_step": ["step a", "step b"], "lambdas (count)": ["count"]}
+
+
+def test_several_checks_train_their_runs_as_one_sweep(tmp_path, monkeypatch, capsys):
+    """`critwin check W1 W2` hands every run of both checks to one sweep (so they share packs
+    and workers), each run once; then each check only reads."""
+    import critwin.paper_checks.base as base
+    calls = []
+    monkeypatch.setattr(base, "run_sweep", lambda cfgs, store, ex, progress=True: calls.append(list(cfgs)))
+    code = main(["check", "w2", "W1", "W2", "--size", "paper", "--seeds", "1", "--task-seeds", "2",
+                 "--decay-form", "l2", "--store", str(tmp_path / "runs"), "--results", "", "--no-progress", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 0 and [r["id"] for r in d["results"]] == ["W2", "W1"]
+    want = {c.run_id() for i in ("W1", "W2")
+            for c in CHECKS[i].configs("paper", seeds=1, task_seeds=2, reading={"decay_form": "l2"}).values()}
+    first = [c.run_id() for c in calls[0]]
+    assert len(first) == len(set(first)) == len(want) and set(first) == want
+    assert len(calls) == 3          # then each check's own call, which finds everything stored in real use
+    assert main(["check", "W1", "W99", "--json"]) == 2
