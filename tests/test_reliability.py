@@ -345,13 +345,14 @@ def test_a_damaged_or_foreign_resume_state_is_ignored_with_a_warning(tmp_path):
 
 
 def test_a_killed_sweep_continues_its_run_in_progress_from_the_resume_state(tmp_path):
-    """kill -9 during one long run: the next sweep starts it from the saved state, not step 0,
-    stores the numbers of an uninterrupted run and removes the state file."""
+    """kill -9 during one long run trained alone (--pack 1; packs restart from step 0): the next
+    sweep starts it from the saved state, not step 0, stores the numbers of an uninterrupted run
+    and removes the state file."""
     from critwin.empirical.train import train
     store_dir = tmp_path / "store"
     sets = ["d=16", "steps=3000", "batch_size=32", "eval_every=100"]
     cmd = [sys.executable, "-m", "critwin.bridge.cli", "sweep", "run", *[a for s in sets for a in ("--set", s)],
-           "--workers", "1", "--store", str(store_dir), "--no-progress"]
+           "--workers", "1", "--pack", "1", "--store", str(store_dir), "--no-progress"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "CRITWIN_RESUME_SECONDS": "0"})
     cfg = SweepSpec().with_sets(sets).expand()[0]
@@ -363,7 +364,7 @@ def test_a_killed_sweep_continues_its_run_in_progress_from_the_resume_state(tmp_
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert store.resume_path(cfg.run_id()).is_file() and store.status(cfg.run_id()) is None
-    res = run_sweep([cfg], store, LocalExecutor(1), progress=False)
+    res = run_sweep([cfg], store, LocalExecutor(1, pack=1), progress=False)
     assert len(res.done) == 1
     run = store.load(cfg.run_id())
     assert 0 < run.summary["resumed_from_step"] < 3000
