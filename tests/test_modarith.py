@@ -3,7 +3,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from critwin.bridge.cli import main
@@ -14,12 +14,13 @@ from critwin.errors import ConfigError
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(5, 40), st.floats(0.1, 0.9), st.integers(0, 10_000))
+@example(25, 0.34, 0)      # 0.34 * 625 = 212.50000000000003 but (0.34 * 25) * 25 = 212.5: the count is round(frac p^2)
 def test_every_pair_once_and_targets_recomputed(p, frac, seed):
     data = ModularAdditionTask(p, frac, seed).generate()
     tr, te = data.splits["train"], data.splits["test"]
     pairs = [tuple(x) for s in (tr, te) for x in s.inputs[:, :2]]
     assert sorted(pairs) == [(a, b) for a in range(p) for b in range(p)]          # each pair exactly once
-    assert len(tr) == round(frac * p * p)
+    assert len(tr) == round(frac * p ** 2)          # the documented count, as the spec's float product
     for s in (tr, te):
         assert all(t == (a + b) % p for (a, b, eq), t in zip(s.inputs, s.targets)) and (s.inputs[:, 2] == p).all()
     again = ModularAdditionTask(p, frac, seed).generate().splits["train"]
