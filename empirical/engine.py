@@ -66,7 +66,7 @@ def packs(configs, size: int | None = None, workers: int = 1) -> list[list[Train
             groups.setdefault(key, []).append((i, c))
     out = list(alone)
     for members in groups.values():
-        cap = size or default_pack_size(members[0][1].device)
+        cap = pack_size(size, members[0][1].device)
         k = max(-(-len(members) // cap), min(workers, len(members)))
         for j in range(k):
             part = members[j * len(members) // k:(j + 1) * len(members) // k]
@@ -80,11 +80,16 @@ def default_pack_size(device: str) -> int:
     return 64 if device == "cuda" else 8
 
 
+def pack_size(size: int | None, device: str) -> int:
+    """Members per pack: `size` as asked, None meaning the device's default."""
+    return size or default_pack_size(device)
+
+
 def on_engine(cfg: TrainConfig, size: int | None) -> bool:
     """Whether a sweep trains `cfg` on the engine: it can be packed and packs are on (size, or
     its device's default, above 1). Then it does even in a pack of one, so a run's numbers do
     not depend on how many other configs shared its sweep."""
-    return pack_key(cfg) is not None and (size or default_pack_size(cfg.device)) > 1
+    return pack_key(cfg) is not None and pack_size(size, cfg.device) > 1
 
 
 class _Member:
