@@ -15,8 +15,10 @@ matmuls round differently).
 """
 from __future__ import annotations
 
+import io
 import json
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -28,8 +30,9 @@ from ..errors import ConfigError
 from .config import TrainConfig
 from .metrics import decay_mechanism, split_scores, stacked_weight_metrics
 from .models.stacked import stacked_logits
-from .store import Run
-from .train import _device, build_optimizer, eval_splits, finish_run, initial_model, log_metrics
+from .store import Run, write_atomic
+from .train import (_device, build_optimizer, eval_splits, finish_run, initial_model, log_metrics, read_resume_state,
+                    resume_seconds)
 
 PACK_FREE = ("seed", "task_seed", "wd_windows", "decay_form", "decay_set", "lr", "lr_final", "freeze")  # and gamma
 PACK_TASKS = ("anchor_permutation", "anchor_shift", "modarith")               # fixed-shape classification
@@ -125,6 +128,19 @@ class _Member:
     def frozen(self, step: int) -> set:
         return {n for n, s in self.frozen_from.items() if step >= s}
 
+    STATE = ("ptr", "rows", "last", "status", "error", "own_step")
+
+    def state(self) -> dict:
+        """What it needs to continue after a kill (its weights and moments are the pack's)."""
+        return {"generator": self.gen.get_state(), "perm": self.perm.cpu(),
+                **{k: getattr(self, k) for k in self.STATE}}
+
+    def restore(self, state: dict) -> None:
+        self.gen.set_state(state["generator"])
+        self.perm = state["perm"].to(torch.int64)
+        for k in self.STATE:
+            setattr(self, k, state[k])
+
     def next_batch(self) -> torch.Tensor:
         B = self.cfg.batch_size
         if self.ptr + B > len(self.y):
@@ -155,8 +171,11 @@ def _decay(members, template, form: str) -> tuple[np.ndarray, dict]:
     return lam, masks
 
 
-def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) -> list[Run]:
-    """Train the configs of one pack (equal `pack_key`) as one stacked model; one Run each."""
+def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None, resume: Path | None = None,
+               save_every: float | None = None) -> list[Run]:
+    """Train the configs of one pack (equal `pack_key`) as one stacked model; one Run each.
+    With `resume` (a file path) the pack writes its state there as `train` does for one run,
+    and a pack killed midway continues from it, with the numbers of an uninterrupted pack."""
     if not cfgs:
         return []
     keys = {pack_key(c) for c in cfgs}
@@ -208,14 +227,25 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
             for e, m in enumerate(members):
                 out[e][name] = split_scores(logits[e], ys[e], m.scored[name], device)
         return out
-    alive = [True] * E
-    first, wm = scores(), stacked_weight_metrics(template, params)
-    for e, m in enumerate(members):
-        m.last = _log(template, params, opt, members, e, 0, 0.0, 0.0, None, first[e], wm[e])
-    t0, done_steps = time.perf_counter(), 0
-    bar = tqdm(total=steps, desc=f"{cfg0.task} pack of {E}", unit="step", disable=not progress, leave=False,
-               mininterval=0.5)
-    for step in range(steps):
+    saved = read_resume_state(resume, cfgs)
+    if saved is not None:
+        with torch.no_grad():
+            for n, p in params.items():
+                p.copy_(saved["params"][n])
+        opt.load_state_dict(saved["optimizer"])
+        for m, st in zip(members, saved["members"]):
+            m.restore(st)
+        first, alive = saved["step"], list(saved["alive"])
+    else:
+        first, alive = 0, [True] * E
+        got, wm = scores(), stacked_weight_metrics(template, params)
+        for e, m in enumerate(members):
+            m.last = _log(template, params, opt, members, e, 0, 0.0, 0.0, None, got[e], wm[e])
+    t0 = last_save = time.perf_counter()
+    done_steps, wall_before, save_every = first, (saved or {}).get("wall", 0.0), resume_seconds(save_every)
+    bar = tqdm(total=steps, initial=first, desc=f"{cfg0.task} pack of {E}", unit="step", disable=not progress,
+               leave=False, mininterval=0.5)
+    for step in range(first, steps):
         idx = torch.stack([m.next_batch() for m in members]).to(device)
         losses = losses_of(params, X[ar, idx], Y[ar, idx])
         finite = torch.isfinite(losses.detach()).tolist()
@@ -265,12 +295,26 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None) ->
             if on_steps is not None:
                 on_steps((step + 1 - done_steps) * sum(alive))
                 done_steps = step + 1
+            if resume is not None and step + 1 < steps and time.perf_counter() - last_save >= save_every:
+                write_atomic(Path(resume), _pack_state(cfgs, step + 1, params, opt, members, alive,
+                                                       wall_before + time.perf_counter() - t0))
+                last_save = time.perf_counter()
         bar.update(1)
     bar.close()
-    wall = time.perf_counter() - t0
+    wall = wall_before + time.perf_counter() - t0
     n_par = sum(p[0].numel() for p in params.values())
-    return [finish_run(m.cfg, m.data, m.rows, m.last, m.status, m.error, wall / E, n_par,
-                       extra={"pack": {"members": E, "wall_seconds": wall}}) for m in members]
+    extra = {"pack": {"members": E, "wall_seconds": wall}, **({"resumed_from_step": first} if saved else {})}
+    return [finish_run(m.cfg, m.data, m.rows, m.last, m.status, m.error, wall / E, n_par, extra=extra)
+            for m in members]
+
+
+def _pack_state(cfgs, step: int, params: dict, opt, members, alive: list, wall: float) -> bytes:
+    """A pack's training state after `step` (torch.save): what `train_pack(resume=...)` continues from."""
+    buf = io.BytesIO()
+    torch.save({"format": 1, "step": step, "wall": wall, "configs": [c.resolved() for c in cfgs],
+                "params": {n: p.detach().cpu() for n, p in params.items()}, "optimizer": opt.state_dict(),
+                "members": [m.state() for m in members], "alive": list(alive)}, buf)
+    return buf.getvalue()
 
 
 @torch.no_grad()

@@ -161,8 +161,7 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
     status, error, t0, done_steps = "complete", None, time.perf_counter(), first
     last_save, wall_before = t0, (saved or {}).get("wall", 0.0)
     checkpoints.update((saved or {}).get("checkpoints", {}))
-    if save_every is None:
-        save_every = float(os.environ.get("CRITWIN_RESUME_SECONDS", RESUME_SECONDS))
+    save_every = resume_seconds(save_every)
     bar = tqdm(total=cfg.steps, initial=first, desc=f"{cfg.task} seed {cfg.seed}", unit="step",
                disable=not progress, leave=False, mininterval=0.5)
     for step in range(first, cfg.steps):
@@ -249,14 +248,24 @@ def training_state(cfg: TrainConfig, step: int, model, opt, gen, perm, ptr: int,
     return buf.getvalue()
 
 
-def read_resume_state(path, cfg: TrainConfig) -> dict | None:
-    """The training state a killed run left at `path`, if it is readable and of this very config;
-    None otherwise (an unreadable or foreign file is ignored, with a warning, and overwritten later)."""
+def resume_seconds(save_every: float | None) -> float:
+    """How often (at most) a run or pack writes its resume state: as asked, else
+    $CRITWIN_RESUME_SECONDS, else RESUME_SECONDS."""
+    return float(os.environ.get("CRITWIN_RESUME_SECONDS", RESUME_SECONDS)) if save_every is None else save_every
+
+
+def read_resume_state(path, cfg: TrainConfig | list[TrainConfig]) -> dict | None:
+    """The training state a killed run left at `path`, if it is readable and of this very config
+    (a list: of this very pack, members in order); None otherwise (an unreadable or foreign file
+    is ignored, with a warning, and overwritten later)."""
     if path is None or not Path(path).is_file():
         return None
+    pack = isinstance(cfg, list)
+    key, want, steps = ("configs", [c.resolved() for c in cfg], cfg[0].steps) if pack else \
+        ("config", cfg.resolved(), cfg.steps)
     try:
         state = torch.load(path, map_location="cpu", weights_only=False)
-        ok = state.get("format") == 1 and state["config"] == cfg.resolved() and 0 < state["step"] < cfg.steps
+        ok = state.get("format") == 1 and state.get(key) == want and 0 < state["step"] < steps
     except Exception as e:  # noqa: BLE001 - a damaged resume file only costs the time it saved
         warnings.warn(f"ignoring unreadable resume state {path} ({type(e).__name__}: {e}); training from the start")
         return None

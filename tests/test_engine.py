@@ -223,3 +223,36 @@ def test_a_bad_config_in_a_pack_fails_alone(tmp_path):
     assert sorted(res.done) == sorted([MIXED[0].run_id(), MIXED[3].run_id()])
     assert [r for r, _ in res.failed] == [bad.run_id()] and "layer7" in store.load(bad.run_id()).summary["error"]
     assert_matches_alone(MIXED[3], store.load(MIXED[3].run_id()))
+
+
+class _Killed(Exception):
+    pass
+
+
+def test_a_pack_killed_midway_resumes_with_the_numbers_of_an_uninterrupted_pack(tmp_path):
+    """Members with own learning rates, both decay readings and an optimizer rebuilt at a freeze
+    (its own Adam step count) continue exactly: equal metrics, bit for bit, to the pack trained
+    in one go; a state of another pack (other members or order) is ignored with a warning."""
+    import pandas as pd
+    cfgs = [replace(MIXED[0], lr=1e-3), replace(MIXED[1], lr=3e-3, freeze=(("layer0", 30),)),
+            replace(MIXED[3], freeze=(("layer0", 10),))]
+    cfgs = [replace(c, freeze_optimizer="rebuild") for c in cfgs]
+    whole = train_pack(cfgs, progress=False)
+    path = tmp_path / "pack.pt"
+    done = [0]
+
+    def kill_at_40(n):       # steps come in members x steps
+        done[0] += n
+        if done[0] >= 40 * len(cfgs):
+            raise _Killed
+    with pytest.raises(_Killed):
+        train_pack(cfgs, progress=False, on_steps=kill_at_40, resume=path, save_every=0)
+    assert path.is_file()
+    resumed = train_pack(cfgs, progress=False, resume=path, save_every=0)
+    for a, b in zip(whole, resumed):
+        assert b.summary["resumed_from_step"] == 20 and "resumed_from_step" not in a.summary   # saved at 20, killed at 40
+        pd.testing.assert_frame_equal(a.metrics, b.metrics)
+        assert a.summary["final"] == b.summary["final"]
+    with pytest.warns(UserWarning, match="another config"):
+        other = train_pack(cfgs[::-1], progress=False, resume=path, save_every=1e9)
+    assert all("resumed_from_step" not in r.summary for r in other)
