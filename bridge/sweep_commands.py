@@ -96,7 +96,8 @@ def cmd_progress(args):
         table.append({"run_id": r["run_id"], "training": r["training"] or "no (killed: the next sweep resumes it)",
                       "step": r["step"], "of": r["steps"],
                       "saved_min_ago": None if r["saved_seconds_ago"] is None else round(r["saved_seconds_ago"] / 60, 1),
-                      **{k: round(r["last"][k], 3) for k in keys}, **({"error": r["error"]} if "error" in r else {})})
+                      **{k: round(r["last"][k], 3) for k in keys},
+                      **{k: r[k] for k in ("pack", "error") if k in r}})
     text = format_table(table) if table else f"no run in progress in {args.store}"
     return {"rows": rows}, text
 

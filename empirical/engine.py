@@ -11,7 +11,8 @@ each member's slice is then moved lr times as far (the optimizers' state does no
 lr). A member whose freezes rebuild the optimizer gets its moments zeroed at each freeze and
 its Adam update redone with its own step count. Each member comes back as its own Run, with
 the run id, metrics and status it would have had alone (float-level differences: batched
-matmuls round differently).
+matmuls round differently). Like one run, a pack writes a resume state and continues from it
+after a kill.
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ temporary folders are stale and are taken over or removed.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -30,6 +31,7 @@ CHECKPOINTS = "checkpoints"     # optional folder: step_N.pt, the training state
 TMP_PREFIX = ".tmp-"
 CLAIM_PREFIX = ".claim-"
 RESUME_PREFIX = ".resume-"   # the training state a run in progress last wrote (train(resume=...)); gone once stored
+PACK_RESUME_PREFIX = ".pack-resume-"   # the same for a pack (train_pack(resume=...)), named by its members
 CLAIM_TTL = 24 * 3600   # seconds a claim from another host is honoured (its pid cannot be checked)
 
 
@@ -226,6 +228,26 @@ class RunStore:
         """Forget a run's resume state (once the run is stored)."""
         self.resume_path(run_id).unlink(missing_ok=True)
 
+    def pack_resume_path(self, run_ids: list[str]) -> Path:
+        """Where a pack in progress (its members' run ids, in pack order) keeps its resume state."""
+        return self.root / f"{PACK_RESUME_PREFIX}{hashlib.sha256(','.join(run_ids).encode()).hexdigest()[:16]}.pt"
+
+    def pack_resumes(self) -> list[tuple[Path, dict | None]]:
+        """(file, state) of each pack resume state: packs killed midway, or training now; the
+        state is None where the file cannot be read."""
+        if not self.root.is_dir():
+            return []
+        import torch
+        out = []
+        for path in sorted(self.root.glob(f"{PACK_RESUME_PREFIX}*.pt")):
+            try:
+                state = torch.load(path, map_location="cpu", weights_only=False)
+                state = state if isinstance(state, dict) and "configs" in state else None
+            except Exception:  # noqa: BLE001 - reported by in_progress, ignored by training
+                state = None
+            out.append((path, state))
+        return out
+
     def in_progress(self) -> list[dict]:
         """Runs claimed by a live process or with a resume state: who trains them, how far the
         last saved state got (step, of steps, its age in seconds, training seconds so far, the
@@ -236,7 +258,17 @@ class RunStore:
         import torch
         ids = {p.name[len(CLAIM_PREFIX):] for p in self.root.glob(f"{CLAIM_PREFIX}*")}
         ids |= {p.name[len(RESUME_PREFIX):-len(".pt")] for p in self.root.glob(f"{RESUME_PREFIX}*.pt")}
+        in_pack = {}      # run id -> (its pack's state file, the state, its place in the pack)
         out = []
+        for path, state in self.pack_resumes():
+            if state is None:
+                out.append({"run_id": path.name, "training": None, "step": None, "steps": None,
+                            "saved_seconds_ago": None, "wall_seconds": None, "last": {},
+                            "error": "unreadable pack resume state"})
+                continue
+            for e, c in enumerate(state["configs"]):
+                in_pack[TrainConfig.from_dict(c).run_id()] = (path, state, e)
+        ids |= set(in_pack)
         for rid in sorted(ids):
             claim = self._claim_path(rid)
             holder = _read_claim(claim)
@@ -244,7 +276,13 @@ class RunStore:
             row = {"run_id": rid, "training": f"{holder.get('host')}:{holder.get('pid')}" if live else None,
                    "step": None, "steps": None, "saved_seconds_ago": None, "wall_seconds": None, "last": {}}
             path = self.resume_path(rid)
-            if path.is_file():
+            if rid in in_pack:
+                path, state, e = in_pack[rid]
+                row.update(step=int(state["step"]), steps=int(state["configs"][e]["steps"]),
+                           saved_seconds_ago=time.time() - path.stat().st_mtime,
+                           wall_seconds=float(state["wall"]), last=dict(state["members"][e]["last"]),
+                           pack=f"{path.name} ({len(state['configs'])} members)")
+            elif path.is_file():
                 try:
                     state = torch.load(path, map_location="cpu", weights_only=False)
                     row.update(step=int(state["step"]), steps=int(state["config"]["steps"]),

@@ -345,7 +345,7 @@ def test_a_damaged_or_foreign_resume_state_is_ignored_with_a_warning(tmp_path):
 
 
 def test_a_killed_sweep_continues_its_run_in_progress_from_the_resume_state(tmp_path):
-    """kill -9 during one long run trained alone (--pack 1; packs restart from step 0): the next
+    """kill -9 during one long run trained alone (--pack 1): the next
     sweep starts it from the saved state, not step 0, stores the numbers of an uninterrupted run
     and removes the state file."""
     from critwin.empirical.train import train
@@ -372,6 +372,72 @@ def test_a_killed_sweep_continues_its_run_in_progress_from_the_resume_state(tmp_
     assert not store.resume_path(cfg.run_id()).exists()
     ids, problems = store.scan()
     assert ids == [cfg.run_id()] and problems == []
+
+
+def test_a_killed_sweep_continues_its_pack_in_progress_from_the_pack_state(tmp_path, capsys):
+    """kill -9 during a pack of two (the CPU default trains packable runs on the engine): the
+    next sweep continues the pack from its saved state, stores the numbers of an uninterrupted
+    pack and removes the state file."""
+    from critwin.empirical.engine import train_pack
+    store_dir = tmp_path / "store"
+    sets = ["d=16", "steps=3000", "batch_size=32", "eval_every=100", "seed=0,1"]
+    cmd = [sys.executable, "-m", "critwin.bridge.cli", "sweep", "run", *[a for s in sets for a in ("--set", s)],
+           "--workers", "1", "--pack", "2", "--store", str(store_dir), "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "CRITWIN_RESUME_SECONDS": "0"})
+    cfgs = SweepSpec().with_sets(sets).expand()
+    store = RunStore(store_dir)
+    state = store.pack_resume_path([c.run_id() for c in cfgs])
+    deadline = time.time() + 120
+    while time.time() < deadline and not state.is_file():
+        time.sleep(0.02)
+    time.sleep(0.3)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert state.is_file() and all(store.status(c.run_id()) is None for c in cfgs)
+    rows = {r["run_id"]: r for r in store.in_progress()}
+    assert set(rows) == {c.run_id() for c in cfgs} and all(r["training"] is None and r["step"] > 0 for r in rows.values())
+    assert "(2 members)" in rows[cfgs[0].run_id()]["pack"]
+    assert main(["runs", "progress", "--store", str(store_dir)]) == 0
+    assert state.name in capsys.readouterr().out
+    res = run_sweep(cfgs, store, LocalExecutor(1, pack=2), progress=False)
+    assert len(res.done) == 2 and not state.exists()
+    for c, whole in zip(cfgs, train_pack(cfgs, progress=False)):
+        run = store.load(c.run_id())
+        assert 0 < run.summary["resumed_from_step"] < 3000
+        pd.testing.assert_frame_equal(run.metrics, whole.metrics)
+
+
+def test_a_sweep_forms_a_killed_pack_again_before_packing_the_rest(tmp_path):
+    """Runs b, c were killed in a pack; a sweep of a, b, c, d in packs of two would pair (a, b)
+    and (c, d): it continues (b, c) from its state instead and packs a with d."""
+    from critwin.empirical.engine import train_pack
+    a, b, c, d = (config_from_flat({**TINY, "steps": 60, "seed": s}) for s in range(4))
+    store = RunStore(tmp_path)
+    store.root.mkdir(exist_ok=True)
+    with pytest.raises(_Killed):
+        train_pack([b, c], progress=False, on_steps=_kill_at(2 * 30), resume=store.pack_resume_path(
+            [b.run_id(), c.run_id()]), save_every=0)
+    res = run_sweep([a, b, c, d], store, LocalExecutor(1, pack=2), progress=False)
+    assert len(res.done) == 4 and list(tmp_path.glob(".pack-resume-*")) == []
+    runs = {x: store.load(x.run_id()) for x in (a, b, c, d)}
+    assert [runs[x].summary.get("resumed_from_step") for x in (a, b, c, d)] == [None, 20, 20, None]
+    assert all(runs[x].summary["pack"]["members"] == 2 for x in (a, b, c, d))
+    for x, whole in zip((b, c), train_pack([b, c], progress=False)):
+        pd.testing.assert_frame_equal(runs[x].metrics, whole.metrics)
+
+
+def test_a_pack_state_whose_runs_are_stored_is_dropped(tmp_path):
+    from critwin.empirical.engine import train_pack
+    a, b = (config_from_flat({**TINY, "steps": 60, "seed": s}) for s in range(2))
+    store = RunStore(tmp_path)
+    run_sweep([a, b], store, LocalExecutor(1, pack=2), progress=False)
+    path = store.pack_resume_path([a.run_id(), b.run_id()])
+    with pytest.raises(_Killed):
+        train_pack([a, b], progress=False, on_steps=_kill_at(2 * 30), resume=path, save_every=0)
+    assert path.is_file()
+    res = run_sweep([a, b], store, LocalExecutor(1, pack=2), progress=False)
+    assert len(res.skipped) == 2 and not path.exists()
 
 
 def test_runs_progress_lists_live_claims_and_resume_states(tmp_path, capsys):

@@ -11,6 +11,7 @@ import threading
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
 
 from ...errors import ConfigError
 
@@ -74,11 +75,19 @@ def _bounded(submit, items, in_flight: int, wait_some):
                 pending[submit(nxt)] = nxt
 
 
+@dataclass(frozen=True)
+class Pack:
+    """A worker task: resolved configs trained as one stacked model (empirical/engine.py),
+    keeping its resume state in the file `resume` (None: it does not resume)."""
+    configs: tuple
+    resume: str | None = None
+
+
 def lost_result(item):
     """What a run lost with a dead worker comes back as: a failure (retry it with --retry-failed);
-    a pack (a list of items) comes back as a list of them."""
-    if isinstance(item, list):
-        return [lost_result(x) for x in item]
+    a pack, or a list of items, comes back as a list of them."""
+    if isinstance(item, (list, Pack)):
+        return [lost_result(x) for x in (item.configs if isinstance(item, Pack) else item)]
     config = item[0] if isinstance(item, tuple) else item
     return {"config": config, "error": "the worker process died during this run or beside it (killed, e.g. out of"
                                        " memory, or a script that starts its sweep outside `if __name__ =="
@@ -115,22 +124,23 @@ def run_config(item) -> dict:
                 "traceback": traceback.format_exc()}
 
 
-def run_pack(items: list) -> list[dict]:
-    """Worker task: train a pack of resolved configs as one stacked model (empirical/engine.py),
-    or a run trained alone (a tuple) as `run_config` does; one result per config, never raises.
-    A pack that fails is trained again member by member, so a bad config fails only itself."""
+def run_pack(item) -> list[dict]:
+    """Worker task: train a Pack as one stacked model, or a list of runs trained alone as
+    `run_config` does; one result per config, never raises. A pack that fails is trained again
+    member by member, so a bad config fails only itself."""
     from ..config import TrainConfig
     from ..engine import train_pack
-    if len(items) == 1 and isinstance(items[0], tuple):
-        return [run_config(items[0])]
+    if not isinstance(item, Pack):
+        return [run_config(x) for x in item]
     try:
         _one_thread()
-        runs = train_pack([TrainConfig.from_dict(c) for c in items], progress=False, on_steps=_report_steps)
-        return [{"config": c, "run": r} for c, r in zip(items, runs)]
+        runs = train_pack([TrainConfig.from_dict(c) for c in item.configs], progress=False, on_steps=_report_steps,
+                          resume=item.resume)
+        return [{"config": c, "run": r} for c, r in zip(item.configs, runs)]
     except Exception as e:  # noqa: BLE001 - failed runs are recorded, not raised
-        if len(items) > 1:
-            return [out for c in items for out in run_pack([c])]
-        return [{"config": items[0], "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}]
+        if len(item.configs) > 1:
+            return [out for c in item.configs for out in run_pack(Pack((c,)))]
+        return [{"config": item.configs[0], "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}]
 
 
 def _pack_size(pack):

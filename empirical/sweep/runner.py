@@ -14,8 +14,8 @@ from ...errors import ConfigError, CorruptRunError
 from ..config import TrainConfig
 from ..environment import environment
 from ..store import Run, RunStore
-from ..engine import on_engine, packs
-from .executors import LocalExecutor, run_pack
+from ..engine import on_engine, pack_size, packs
+from .executors import LocalExecutor, Pack, run_pack
 
 
 @dataclass
@@ -81,13 +81,40 @@ def _not_while_importing_main(executor) -> None:
                           " script and would start the sweep again)")
 
 
+def resumed_packs(store: RunStore, todo: list[TrainConfig], size: int | None, stored: set,
+                  pack_files: dict) -> list[list[TrainConfig]]:
+    """The packs killed midway whose members are all still to train (and still pack at `size`),
+    in their own order, so each continues from its resume state. Every pack state is noted in
+    `pack_files` under its members (dropped once one of them is stored); one that holds a run
+    already stored is dropped now."""
+    by_id = {c.run_id(): c for c in todo}
+    out, taken = [], set()
+    for path, state in store.pack_resumes():
+        try:
+            ids = [TrainConfig.from_dict(c).run_id() for c in state["configs"]]
+        except Exception:  # noqa: BLE001 - unreadable or of another version: it only costs the time it saved
+            continue
+        if stored & set(ids):
+            path.unlink(missing_ok=True)
+            continue
+        for rid in ids:
+            pack_files.setdefault(rid, set()).add(path)
+        group = [by_id.get(rid) for rid in ids]
+        if (None not in group and not taken & set(ids) and all(on_engine(c, size) for c in group)
+                and len(group) <= pack_size(size, group[0].device)):
+            out.append(group)
+            taken |= set(ids)
+    return out
+
+
 def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_failed: bool = False,
               progress: bool = True, pack: int | None = None) -> SweepResult:
     """Train every config not yet in `store`; the store is written here, one run at a time.
     Compatible configs train as packs of up to `pack` members in one process (None: the
     executor's pack, else the engine's default for their device; 1: each alone); each member
     is stored as its own run, under the id it has alone. A run trained alone that is killed
-    midway continues from its last resume state (RunStore.resume_path) on the next sweep."""
+    midway continues from its last resume state (RunStore.resume_path) on the next sweep, and
+    so does a pack killed midway whose members are all still to train (RunStore.pack_resume_path)."""
     executor = executor or LocalExecutor()
     _not_while_importing_main(executor)
     store.ensure_writable()          # before any training: a store we cannot write loses the runs
@@ -95,13 +122,16 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
     todo, skip, damaged = pending(configs, store, retry_failed)
     res = SweepResult(len(configs), skipped=skip)
     held: set = set()
+    pack_files: dict = {}       # run id -> the pack resume states that hold it (dropped once it is stored)
 
     def claimed():
         """Packs as they are handed out: each member claimed now, left out if another process
         has it or it finished elsewhere meanwhile; a branch goes alone, with its checkpoint."""
         size = pack if pack is not None else getattr(executor, "pack", None)
-        for group in packs(todo, size, getattr(executor, "workers", 1)):
-            items = []
+        again = resumed_packs(store, todo, size, set(skip), pack_files)
+        taken = {c.run_id() for g in again for c in g}
+        for group in again + packs([c for c in todo if c.run_id() not in taken], size, getattr(executor, "workers", 1)):
+            items, ids = [], []
             for c in group:
                 rid = c.run_id()
                 if not store.claim(rid):
@@ -114,8 +144,9 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                     bar.update(1)
                     continue
                 held.add(rid)
-                if on_engine(c, size):      # a pack member: plain config (packs neither branch nor resume)
+                if on_engine(c, size):      # a pack member: plain config (packs do not branch)
                     items.append(c.resolved())
+                    ids.append(rid)
                     continue
                 try:
                     start = store.checkpoint(*c.branch_point()) if c.branch else None
@@ -126,7 +157,12 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                     held.discard(rid)
                     res.failed.append((rid, str(e)))
                     bar.update(1)
-            if items:
+            if ids:
+                path = store.pack_resume_path(ids)
+                for rid in ids:
+                    pack_files.setdefault(rid, set()).add(path)
+                yield Pack(tuple(items), str(path))
+            elif items:
                 yield items
 
     bar = tqdm(total=len(configs), initial=len(skip), desc="sweep", unit="run", disable=not progress)
@@ -141,6 +177,8 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
             rid = run.run_id
             store.save(run, replace=retry_failed or rid in damaged)
             store.drop_resume(rid)
+            for path in pack_files.pop(rid, ()):
+                path.unlink(missing_ok=True)
             store.release(rid)
             held.discard(rid)
             if rid in damaged:
