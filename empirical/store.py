@@ -232,9 +232,9 @@ class RunStore:
         """Where a pack in progress (its members' run ids, in pack order) keeps its resume state."""
         return self.root / f"{PACK_RESUME_PREFIX}{hashlib.sha256(','.join(run_ids).encode()).hexdigest()[:16]}.pt"
 
-    def pack_resumes(self) -> list[tuple[Path, dict | None]]:
-        """(file, state) of each pack resume state: packs killed midway, or training now; the
-        state is None where the file cannot be read."""
+    def pack_resumes(self) -> list[tuple[Path, list[str] | None, dict | None]]:
+        """(file, member run ids, state) of each pack resume state: packs killed midway, or
+        training now; ids and state are None where the file cannot be read."""
         if not self.root.is_dir():
             return []
         import torch
@@ -242,10 +242,9 @@ class RunStore:
         for path in sorted(self.root.glob(f"{PACK_RESUME_PREFIX}*.pt")):
             try:
                 state = torch.load(path, map_location="cpu", weights_only=False)
-                state = state if isinstance(state, dict) and "configs" in state else None
+                out.append((path, [TrainConfig.from_dict(c).run_id() for c in state["configs"]], state))
             except Exception:  # noqa: BLE001 - reported by in_progress, ignored by training
-                state = None
-            out.append((path, state))
+                out.append((path, None, None))
         return out
 
     def in_progress(self) -> list[dict]:
@@ -260,14 +259,13 @@ class RunStore:
         ids |= {p.name[len(RESUME_PREFIX):-len(".pt")] for p in self.root.glob(f"{RESUME_PREFIX}*.pt")}
         in_pack = {}      # run id -> (its pack's state file, the state, its place in the pack)
         out = []
-        for path, state in self.pack_resumes():
-            if state is None:
+        for path, members, state in self.pack_resumes():
+            if members is None:
                 out.append({"run_id": path.name, "training": None, "step": None, "steps": None,
                             "saved_seconds_ago": None, "wall_seconds": None, "last": {},
                             "error": "unreadable pack resume state"})
-                continue
-            for e, c in enumerate(state["configs"]):
-                in_pack[TrainConfig.from_dict(c).run_id()] = (path, state, e)
+            for e, rid in enumerate(members or []):
+                in_pack[rid] = (path, state, e)
         ids |= set(in_pack)
         for rid in sorted(ids):
             claim = self._claim_path(rid)

@@ -440,6 +440,15 @@ def test_a_pack_state_whose_runs_are_stored_is_dropped(tmp_path):
     assert len(res.skipped) == 2 and not path.exists()
 
 
+def test_an_unreadable_pack_state_is_reported_and_does_not_stop_a_sweep(tmp_path):
+    store = RunStore(tmp_path)
+    (tmp_path / f".pack-resume-{'f' * 16}.pt").write_bytes(b"damaged")
+    rows = store.in_progress()
+    assert [r["run_id"] for r in rows] == [f".pack-resume-{'f' * 16}.pt"] and "unreadable" in rows[0]["error"]
+    a, b = (config_from_flat({**TINY, "seed": s}) for s in range(2))
+    assert len(run_sweep([a, b], store, LocalExecutor(1, pack=2), progress=False).done) == 2
+
+
 def test_runs_progress_lists_live_claims_and_resume_states(tmp_path, capsys):
     from critwin.empirical.train import train
     store = RunStore(tmp_path)

@@ -89,10 +89,8 @@ def resumed_packs(store: RunStore, todo: list[TrainConfig], size: int | None, st
     already stored is dropped now."""
     by_id = {c.run_id(): c for c in todo}
     out, taken = [], set()
-    for path, state in store.pack_resumes():
-        try:
-            ids = [TrainConfig.from_dict(c).run_id() for c in state["configs"]]
-        except Exception:  # noqa: BLE001 - unreadable or of another version: it only costs the time it saved
+    for path, ids, _ in store.pack_resumes():
+        if ids is None:             # unreadable: it only costs the time it saved
             continue
         if stored & set(ids):
             path.unlink(missing_ok=True)
