@@ -31,11 +31,15 @@ def cmd_check(args):
             raise ConfigError(f, getattr(args, f), "a count >= 1")
     if args.freeze_points is not None and any(not hasattr(CHECKS[i], "points") for i in ids):
         raise ConfigError("freeze_points", args.freeze_points, "only with S6 (the plasticity check)")
+    if args.variants and (len(ids) != 1 or not hasattr(CHECKS[ids[0]], "variants")):
+        raise ConfigError("variant", args.variants, "with one check id whose runs come in named variants (W1-W12)")
     store = RunStore(args.store)
     if not args.train and any(hasattr(CHECKS[i], "configs") for i in ids):
         store.require()
     results, text = [], []
     extra = {"points": args.freeze_points} if args.freeze_points is not None else {}
+    if args.variants:
+        extra["variants"] = tuple(args.variants)
     with executor_from(args) as ex:
         if args.train and len(ids) > 1:      # one sweep for all: packs and workers shared between checks
             train_checks([CHECKS[i] for i in ids], args.size, store, ex, not args.no_progress, **variation_args(args))
@@ -91,6 +95,9 @@ def register(parser):
                         help="paper size with this many task instances instead of the protocol's 3 (labelled)")
     parser.add_argument("--freeze-points", type=int, default=None,
                         help="S6 only: this many freeze steps, evenly spaced, instead of the protocol's 9 (labelled)")
+    parser.add_argument("--variant", action="append", dest="variants", metavar="NAME",
+                        help="train only this variant's runs (repeatable; e.g. 'constant 0.01' of W11); the"
+                             " verdict reads every variant's runs in the store, labelled incomplete if any is missing")
     add_reading_args(parser)
     parser.add_argument("--no-train", dest="train", action="store_false",
                         help="only read the store: missing runs are left out (n counts what is there)")

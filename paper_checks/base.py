@@ -173,14 +173,21 @@ class EmpiricalCheck:
                    for c in self.configs(size, wd_scale, seeds, task_seeds, reading).values())
 
     def planned(self, size: str, wd_scale: float = 1.0, seeds: int | None = None, task_seeds: int | None = None,
-                reading: dict | None = None, device: str = "cpu") -> dict:
-        """The configs `run` trains and reads, by (variant, task seed, seed), on `device`."""
-        return on_device(self.configs(size, wd_scale, seeds, task_seeds, reading), device)
+                reading: dict | None = None, device: str = "cpu", variants=None) -> dict:
+        """The configs `run` trains and reads, by (variant, task seed, seed), on `device`; with
+        `variants` (names), only theirs."""
+        unknown = sorted(set(variants or ()) - set(self.variants))
+        if unknown:
+            raise ConfigError("variant", unknown, f"names of {self.id}'s variants: " + "; ".join(self.variants))
+        cfgs = on_device(self.configs(size, wd_scale, seeds, task_seeds, reading), device)
+        return cfgs if variants is None else {k: c for k, c in cfgs.items() if k[0] in variants}
 
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True,
             train: bool = True, wd_scale: float = 1.0, seeds: int | None = None,
-            task_seeds: int | None = None, reading: dict | None = None, device: str = "cpu") -> dict:
-        """Train what is missing (unless train=False), then measure and decide.
+            task_seeds: int | None = None, reading: dict | None = None, device: str = "cpu",
+            variants=None) -> dict:
+        """Train what is missing (unless train=False; with `variants`, only theirs), then measure
+        and decide from every variant's runs in the store.
 
         wd_scale != 1, another reading and fewer seeds or task instances than the protocol are
         variations (reported as such). Each row splits its spread into task instance vs seed.
@@ -189,7 +196,8 @@ class EmpiricalCheck:
         cfgs = self.planned(size, wd_scale, seeds, task_seeds, reading, device)
         seeds, tasks = (seeds or self.seeds, task_seeds or self.task_seeds) if size == "paper" else (1, 1)
         if train:
-            run_sweep(list(cfgs.values()), store, executor, progress=progress)
+            todo = self.planned(size, wd_scale, seeds, tasks, reading, device, variants) if variants else cfgs
+            run_sweep(list(todo.values()), store, executor, progress=progress)
         rows = []
         for name in self.variants:
             keys = [k for k in cfgs if k[0] == name]

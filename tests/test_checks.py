@@ -233,3 +233,24 @@ def test_several_checks_train_their_runs_as_one_sweep(tmp_path, monkeypatch, cap
     assert len(first) == len(set(first)) == len(want) and set(first) == want
     assert len(calls) == 3          # then each check's own call, which finds everything stored in real use
     assert main(["check", "W1", "W99", "--json"]) == 2
+
+
+def test_check_variant_trains_only_the_named_variants_and_judges_them_all(tmp_path, monkeypatch, capsys):
+    """`critwin check W11 --variant 'constant 0.01' --variant 'window 0.01'` trains only those runs
+    (every instance x seed of them); the verdict still reads all ten variants from the store."""
+    import critwin.paper_checks.base as base
+    calls = []
+    monkeypatch.setattr(base, "run_sweep", lambda cfgs, store, ex, progress=True: calls.append(list(cfgs)))
+    args = ["check", "W11", "--size", "paper", "--seeds", "2", "--task-seeds", "3", "--store", str(tmp_path / "runs"),
+            "--results", "", "--no-progress", "--json"]
+    code = main([*args, "--variant", "constant 0.01", "--variant", "window 0.01"])
+    d = json.loads(capsys.readouterr().out)
+    want = {c.run_id() for (name, *_), c in CHECKS["W11"].configs("paper", seeds=2, task_seeds=3).items()
+            if name in ("constant 0.01", "window 0.01")}
+    assert code == 0 and len(calls) == 1 and {c.run_id() for c in calls[0]} == want and len(want) == 12
+    assert len(d["rows"]) == 11 and "incomplete: 0 of 60 runs" in d["verdict"]
+    assert main([*args, "--variant", "constant 0.02"]) == 2
+    err = capsys.readouterr().err
+    assert "variant" in err and "constant 0.01" in err and "Traceback" not in err
+    assert main(["check", "W11", "W12", "--variant", "constant 0.01", "--store", str(tmp_path)]) == 2
+    assert main(["check", "S1", "--variant", "constant 0.01", "--store", str(tmp_path)]) == 2
