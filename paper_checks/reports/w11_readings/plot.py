@@ -2,7 +2,7 @@
 
 Run from the repository root after the checks have written their results:
   python paper_checks/reports/w11_readings/plot.py paper_checks/results/W11_paper_tasks1_seeds1.json \
-      paper_checks/results/W11_paper_l2_non_embedding_seeds1.json
+      paper_checks/results/W11_paper_l2_non_embedding.json
 Writes grokking_steps.png beside this file. A run that never groks is drawn at T (censored), hollow.
 """
 import json
@@ -33,7 +33,7 @@ def main(paths) -> Path:
         ax.plot([0.01], [paper], "*", color="tab:red", ms=16, alpha=0.6, zorder=1, label="paper (lambda* = 0.01)")
         for res, marker, colour in zip(results, "osD^", ("tab:blue", "tab:green", "tab:purple", "tab:orange")):
             pts = points(res, kind)
-            label = f"{res['reading']} ({res['task_seeds']} x {res['seeds']})"
+            label = f"{res['reading']} ({len(pts)} runs)"
             for filled in (True, False):
                 sel = [(x, y) for x, y in pts if (y < T) == filled]
                 if sel:
