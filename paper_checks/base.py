@@ -194,9 +194,9 @@ class EmpiricalCheck:
         device: where the runs train (part of a run's identity, so cuda runs are their own).
         """
         cfgs = self.planned(size, wd_scale, seeds, task_seeds, reading, device)
+        todo = self.planned(size, wd_scale, seeds, task_seeds, reading, device, variants)
         seeds, tasks = (seeds or self.seeds, task_seeds or self.task_seeds) if size == "paper" else (1, 1)
         if train:
-            todo = self.planned(size, wd_scale, seeds, tasks, reading, device, variants) if variants else cfgs
             run_sweep(list(todo.values()), store, executor, progress=progress)
         rows = []
         for name in self.variants:
