@@ -31,9 +31,9 @@ from ..errors import ConfigError
 from .config import TrainConfig
 from .metrics import decay_mechanism, split_scores, stacked_weight_metrics
 from .models.stacked import stacked_logits
-from .store import Run, write_atomic
-from .train import (_device, build_optimizer, eval_splits, finish_run, initial_model, log_metrics, read_resume_state,
-                    resume_seconds)
+from .store import Run
+from .train import (ResumeWriter, _device, build_optimizer, eval_splits, finish_run, initial_model, log_metrics,
+                    read_resume_state)
 
 PACK_FREE = ("seed", "task_seed", "wd_windows", "decay_form", "decay_set", "lr", "lr_final", "freeze")  # and gamma
 PACK_TASKS = ("anchor_permutation", "anchor_shift", "modarith")               # fixed-shape classification
@@ -242,8 +242,8 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None, re
         got, wm = scores(), stacked_weight_metrics(template, params)
         for e, m in enumerate(members):
             m.last = _log(template, params, opt, members, e, 0, 0.0, 0.0, None, got[e], wm[e])
-    t0 = last_save = time.perf_counter()
-    done_steps, wall_before, save_every = first, (saved or {}).get("wall", 0.0), resume_seconds(save_every)
+    t0, saver = time.perf_counter(), ResumeWriter(resume, save_every)
+    done_steps, wall_before = first, (saved or {}).get("wall", 0.0)
     bar = tqdm(total=steps, initial=first, desc=f"{cfg0.task} pack of {E}", unit="step", disable=not progress,
                leave=False, mininterval=0.5)
     for step in range(first, steps):
@@ -296,10 +296,8 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None, re
             if on_steps is not None:
                 on_steps((step + 1 - done_steps) * sum(alive))
                 done_steps = step + 1
-            if resume is not None and step + 1 < steps and time.perf_counter() - last_save >= save_every:
-                write_atomic(Path(resume), _pack_state(cfgs, step + 1, params, opt, members, alive,
-                                                       wall_before + time.perf_counter() - t0))
-                last_save = time.perf_counter()
+            if saver.due(step + 1, steps):
+                saver.write(_pack_state(cfgs, step + 1, params, opt, members, alive, wall_before + time.perf_counter() - t0))
         bar.update(1)
     bar.close()
     wall = wall_before + time.perf_counter() - t0

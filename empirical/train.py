@@ -159,9 +159,8 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
     else:
         last = log_metrics(model, scored, 0, device, rows)
     status, error, t0, done_steps = "complete", None, time.perf_counter(), first
-    last_save, wall_before = t0, (saved or {}).get("wall", 0.0)
+    saver, wall_before = ResumeWriter(resume, save_every), (saved or {}).get("wall", 0.0)
     checkpoints.update((saved or {}).get("checkpoints", {}))
-    save_every = resume_seconds(save_every)
     bar = tqdm(total=cfg.steps, initial=first, desc=f"{cfg.task} seed {cfg.seed}", unit="step",
                disable=not progress, leave=False, mininterval=0.5)
     for step in range(first, cfg.steps):
@@ -205,10 +204,9 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
                              and not k.startswith("test_ablate")}, refresh=False)
         if step + 1 in cfg.checkpoints:
             checkpoints[step + 1] = training_state(cfg, step + 1, model, opt, gen, perm, ptr, rows, last)
-        if resume is not None and evaluate and step + 1 < cfg.steps and time.perf_counter() - last_save >= save_every:
-            write_atomic(Path(resume), training_state(cfg, step + 1, model, opt, gen, perm, ptr, rows, last,
-                                                      wall_before + time.perf_counter() - t0, checkpoints))
-            last_save = time.perf_counter()
+        if evaluate and saver.due(step + 1, cfg.steps):
+            saver.write(training_state(cfg, step + 1, model, opt, gen, perm, ptr, rows, last,
+                                       wall_before + time.perf_counter() - t0, checkpoints))
         bar.update(1)
     bar.close()
     return finish_run(cfg, data, rows, last, status, error, wall_before + time.perf_counter() - t0,
@@ -248,10 +246,23 @@ def training_state(cfg: TrainConfig, step: int, model, opt, gen, perm, ptr: int,
     return buf.getvalue()
 
 
-def resume_seconds(save_every: float | None) -> float:
-    """How often (at most) a run or pack writes its resume state: as asked, else
-    $CRITWIN_RESUME_SECONDS, else RESUME_SECONDS."""
-    return float(os.environ.get("CRITWIN_RESUME_SECONDS", RESUME_SECONDS)) if save_every is None else save_every
+class ResumeWriter:
+    """When and where a run (or pack) writes its resume state: to `path` (None: never), at most
+    every `save_every` seconds (None: $CRITWIN_RESUME_SECONDS, else RESUME_SECONDS), never after
+    the last step, atomically."""
+
+    def __init__(self, path, save_every: float | None = None):
+        self.path = None if path is None else Path(path)
+        self.every = float(os.environ.get("CRITWIN_RESUME_SECONDS", RESUME_SECONDS)) if save_every is None \
+            else save_every
+        self.last = time.perf_counter()
+
+    def due(self, done: int, steps: int) -> bool:
+        return self.path is not None and done < steps and time.perf_counter() - self.last >= self.every
+
+    def write(self, blob: bytes) -> None:
+        write_atomic(self.path, blob)
+        self.last = time.perf_counter()
 
 
 def read_resume_state(path, cfg: TrainConfig | list[TrainConfig]) -> dict | None:

@@ -86,8 +86,10 @@ class Pack:
 def lost_result(item):
     """What a run lost with a dead worker comes back as: a failure (retry it with --retry-failed);
     a pack, or a list of items, comes back as a list of them."""
-    if isinstance(item, (list, Pack)):
-        return [lost_result(x) for x in (item.configs if isinstance(item, Pack) else item)]
+    if isinstance(item, Pack):
+        item = list(item.configs)
+    if isinstance(item, list):
+        return [lost_result(x) for x in item]
     config = item[0] if isinstance(item, tuple) else item
     return {"config": config, "error": "the worker process died during this run or beside it (killed, e.g. out of"
                                        " memory, or a script that starts its sweep outside `if __name__ =="
