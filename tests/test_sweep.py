@@ -140,12 +140,14 @@ def test_bisection_finds_the_edge_with_fewer_runs(tmp_path):
 
 
 def test_killed_sweep_resumes_with_exactly_the_missing_runs(tmp_path):
-    """kill -9 in the middle: complete runs stay readable, nothing half-written survives."""
+    """kill -9 in the middle: complete runs stay readable, nothing half-written survives.
+    Runs train one at a time (--pack 1): packed, all 8 would be stored at once and the kill would race
+    the last store (a killed pack is test_reliability's)."""
     store_dir = tmp_path / "store"
-    sets = ["--set", "d=16", "--set", "steps=150", "--set", "batch_size=32", "--set", "eval_every=50",
+    sets = ["--set", "d=16", "--set", "steps=300", "--set", "batch_size=32", "--set", "eval_every=50",
             "--set", "seed=" + ",".join(map(str, range(8)))]
     cmd = [sys.executable, "-m", "critwin.bridge.cli", "sweep", "run", *sets, "--workers", "1",
-           "--store", str(store_dir), "--no-progress"]
+           "--pack", "1", "--store", str(store_dir), "--no-progress"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline:
