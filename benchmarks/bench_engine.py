@@ -60,6 +60,12 @@ def seconds(fn, device: str) -> float:
     return time.perf_counter() - t
 
 
+def per_step(fit, steps: int, device: str) -> float:
+    """Steady-state seconds per step of fit(n): fit(2 steps) minus fit(steps), so set-up, data and the
+    evaluations at both ends cancel."""
+    return (seconds(lambda: fit(2 * steps), device) - seconds(lambda: fit(steps), device)) / steps
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--members", type=int, nargs="+", default=[1, 4, 8, 16, 32, 64])
@@ -76,17 +82,14 @@ def main():
     eval_s = min(seconds(lambda: log_metrics(model, splits, 0, torch.device(args.device), []), args.device)
                  for _ in range(3))
 
-    def per_step(fit) -> float:
-        return (seconds(lambda: fit(2 * args.steps), args.device) - seconds(lambda: fit(args.steps), args.device)) \
-            / args.steps
-    single = per_step(lambda n: train(replace(cfg, steps=n), progress=False))
+    single = per_step(lambda n: train(replace(cfg, steps=n), progress=False), args.steps, args.device)
     rows = [{"path": "single-model loop", "members": 1, "member_steps_per_s": 1 / single, "speedup": 1.0,
              "gflop_per_s": flops / single / 1e9, "mfu": flops / single / peak, "eval_ms_per_member": eval_s * 1e3}]
     every = max(1, args.steps // 5)
     for e in args.members:
         def fit(n, eval_every=cfg.eval_every):
             return train_pack([replace(cfg, seed=s, steps=n, eval_every=eval_every) for s in range(e)], progress=False)
-        t_step = per_step(fit) / e
+        t_step = per_step(fit, args.steps, args.device) / e
         # evaluation: the same run with an evaluation every `every` steps, minus the run without
         t_eval = (seconds(lambda: fit(args.steps, every), args.device) - seconds(lambda: fit(args.steps), args.device)) \
             / (args.steps // every - 1) / e

@@ -16,6 +16,7 @@ from critwin.bridge.cli import main
 from critwin.empirical import RunStore, TrainConfig
 from critwin.empirical.store import CLAIM_PREFIX, TMP_PREFIX
 from critwin.empirical.sweep import LocalExecutor, SweepSpec, config_from_flat, run_sweep, summarize
+from critwin.empirical.sweep.runner import steps_saved
 from critwin.errors import ConfigError
 
 TINY = {"d": 16, "steps": 20, "batch_size": 32, "eval_every": 10}
@@ -364,6 +365,8 @@ def test_a_killed_sweep_continues_its_run_in_progress_from_the_resume_state(tmp_
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert store.resume_path(cfg.run_id()).is_file() and store.status(cfg.run_id()) is None
+    saved = torch.load(store.resume_path(cfg.run_id()), weights_only=False)["step"]
+    assert steps_saved(store, [cfg]) == saved > 0          # where the next sweep's steps bar starts
     res = run_sweep([cfg], store, LocalExecutor(1, pack=1), progress=False)
     assert len(res.done) == 1
     run = store.load(cfg.run_id())
@@ -400,7 +403,9 @@ def test_a_killed_sweep_continues_its_pack_in_progress_from_the_pack_state(tmp_p
     assert "(2 members)" in rows[cfgs[0].run_id()]["pack"]
     assert main(["runs", "progress", "--store", str(store_dir)]) == 0
     assert state.name in capsys.readouterr().out
-    res = run_sweep(cfgs, store, LocalExecutor(1, pack=2), progress=False)
+    assert steps_saved(store, cfgs) == 2 * torch.load(state, weights_only=False)["step"] > 0
+    assert steps_saved(store, cfgs[:1]) == torch.load(state, weights_only=False)["step"]
+    res = run_sweep(cfgs, store, LocalExecutor(1, pack=2), progress=True)
     assert len(res.done) == 2 and not state.exists()
     for c, whole in zip(cfgs, train_pack(cfgs, progress=False)):
         run = store.load(c.run_id())

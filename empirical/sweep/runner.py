@@ -71,6 +71,13 @@ def steps_to_train(config: TrainConfig) -> int:
     return config.steps - (config.branch_point()[1] if config.branch else 0)
 
 
+def steps_saved(store: RunStore, todo: list[TrainConfig]) -> int:
+    """Training steps the resume states of `todo` already hold (where the steps bar starts)."""
+    want = {c.run_id(): c for c in todo}
+    return sum(row["step"] - (want[row["run_id"]].branch_point()[1] if want[row["run_id"]].branch else 0)
+               for row in store.in_progress() if row["run_id"] in want and row["step"] is not None)
+
+
 def _not_while_importing_main(executor) -> None:
     """A script that starts a sweep outside `if __name__ == "__main__":` starts it again in
     every worker (they import the script): stop there, before that copy claims any run."""
@@ -165,8 +172,8 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
 
     bar = tqdm(total=len(configs), initial=len(skip), desc="sweep", unit="run", disable=not progress)
     bar.set_postfix(done=0, failed=0, remaining=len(todo))
-    steps = tqdm(total=sum(steps_to_train(c) for c in todo), desc="training steps", unit="step", disable=not progress,
-                 position=1, leave=False, mininterval=1.0)
+    steps = tqdm(total=sum(steps_to_train(c) for c in todo), initial=steps_saved(store, todo) if progress else 0,
+                 desc="training steps", unit="step", disable=not progress, position=1, leave=False, mininterval=1.0)
     try:
         outs = (out for group in executor.imap(run_pack, claimed(), on_steps=steps.update if progress else None)
                 for out in group)
