@@ -8,6 +8,9 @@ class ConfigError(ValueError):
         self.field, self.value, self.allowed = field, value, allowed
         super().__init__(f"{field}={value!r} is invalid: {allowed}")
 
+    def __reduce__(self):       # rebuilt from its fields when a worker process sends it back
+        return type(self), (self.field, self.value, self.allowed)
+
 
 class CorruptRunError(RuntimeError):
     """A run folder that is incomplete, unreadable or does not match its name."""
@@ -16,3 +19,6 @@ class CorruptRunError(RuntimeError):
         from pathlib import Path
         self.path, self.reason = Path(path), reason
         super().__init__(f"corrupt run folder {path}: {reason}")
+
+    def __reduce__(self):
+        return type(self), (self.path, self.reason)

@@ -474,3 +474,19 @@ def test_runs_progress_lists_live_claims_and_resume_states(tmp_path, capsys):
     assert "killed: the next sweep resumes it" in out and killed.run_id() in out
     store.release(busy.run_id())
     assert main(["runs", "progress", "--store", str(tmp_path / "absent")]) == 2
+
+
+def test_errors_raised_in_a_worker_process_come_back_whole():
+    """A ConfigError or CorruptRunError raised in a process pool (Dask, the benchmarks' pools)
+    reaches the caller with its fields and message, not as a broken pool."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+    from critwin.errors import CorruptRunError
+    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
+        with pytest.raises(ConfigError) as e:
+            pool.submit(TrainConfig, steps=0).result()
+        assert e.value.field == "steps" and e.value.value == 0 and "steps=0 is invalid" in str(e.value)
+    err = CorruptRunError("/x/run", "no metrics")
+    import pickle
+    back = pickle.loads(pickle.dumps(err))
+    assert back.path == err.path and back.reason == "no metrics" and str(back) == str(err)
