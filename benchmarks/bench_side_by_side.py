@@ -30,7 +30,7 @@ def config(model: str, steps: int) -> TrainConfig:
         return TrainConfig(steps=steps, eval_every=10 ** 9)
     from critwin.paper_checks.claims import W11
     cfgs = W11.configs("paper", seeds=1, task_seeds=1, reading={"decay_form": "l2", "decay_set": "non_embedding"})
-    return replace(cfgs[("constant 0.01", 0, 0)], steps=steps, eval_every=10 ** 9)   # a window would lie outside
+    return replace(cfgs[("constant 0.01", 0, 0)], steps=steps, eval_every=10 ** 9, wd_windows=((0.0, steps, 0.01),))
 
 
 def workload(kind: str, model: str, members: int, steps: int) -> float:

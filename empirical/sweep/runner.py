@@ -74,8 +74,8 @@ def steps_to_train(config: TrainConfig) -> int:
 def steps_saved(store: RunStore, todo: list[TrainConfig]) -> int:
     """Training steps the resume states of `todo` already hold (where the steps bar starts)."""
     want = {c.run_id(): c for c in todo}
-    return sum(row["step"] - (want[row["run_id"]].branch_point()[1] if want[row["run_id"]].branch else 0)
-               for row in store.in_progress() if row["run_id"] in want and row["step"] is not None)
+    return sum(steps_to_train(want[r["run_id"]]) - (r["steps"] - r["step"])
+               for r in store.in_progress() if r["run_id"] in want and r["step"] is not None)
 
 
 def _not_while_importing_main(executor) -> None:
