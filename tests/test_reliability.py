@@ -479,6 +479,7 @@ def test_runs_progress_lists_live_claims_and_resume_states(tmp_path, capsys):
 def test_errors_raised_in_a_worker_process_come_back_whole():
     """A ConfigError or CorruptRunError raised in a process pool (Dask, the benchmarks' pools)
     reaches the caller with its fields and message, not as a broken pool."""
+    import pickle
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
     from critwin.errors import CorruptRunError
@@ -487,6 +488,5 @@ def test_errors_raised_in_a_worker_process_come_back_whole():
             pool.submit(TrainConfig, steps=0).result()
         assert e.value.field == "steps" and e.value.value == 0 and "steps=0 is invalid" in str(e.value)
     err = CorruptRunError("/x/run", "no metrics")
-    import pickle
     back = pickle.loads(pickle.dumps(err))
     assert back.path == err.path and back.reason == "no metrics" and str(back) == str(err)
