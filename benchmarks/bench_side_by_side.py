@@ -45,14 +45,10 @@ def workload(kind: str, model: str, members: int, steps: int) -> float:
                                                progress=False), steps, "cpu") / members
 
 
-def _ready(_) -> int:
-    return torch.get_num_threads()
-
-
 def measure(processes: int, *job) -> list[float]:
     """The workload in `processes` fresh worker processes at once (spawned and warmed first)."""
     with ProcessPoolExecutor(processes, mp_context=get_context("spawn")) as pool:
-        list(pool.map(_ready, range(processes)))      # start and import in every worker
+        list(pool.map(abs, range(processes)))         # start every worker (and its imports) first
         return [f.result() for f in [pool.submit(workload, *job) for _ in range(processes)]]
 
 

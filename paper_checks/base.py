@@ -194,7 +194,7 @@ class EmpiricalCheck:
         device: where the runs train (part of a run's identity, so cuda runs are their own).
         """
         cfgs = self.planned(size, wd_scale, seeds, task_seeds, reading, device)
-        todo = self.planned(size, wd_scale, seeds, task_seeds, reading, device, variants)
+        todo = cfgs if variants is None else self.planned(size, wd_scale, seeds, task_seeds, reading, device, variants)
         seeds, tasks = (seeds or self.seeds, task_seeds or self.task_seeds) if size == "paper" else (1, 1)
         if train:
             run_sweep(list(todo.values()), store, executor, progress=progress)
