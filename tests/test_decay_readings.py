@@ -209,6 +209,29 @@ def test_decay_mechanism_against_a_hand_computed_adam_step():
     assert decay_mechanism(opt, [theta], 0.01, lam, "decoupled", g_ce ** 2)["effective_shrink"] == pytest.approx(1e-3)
 
 
+def test_adam_gain_ignores_the_noise_of_coordinates_whose_gradient_is_zero():
+    """Two float orderings leave a zero-gradient coordinate a second moment of 0 or of float noise
+    (~1e-9 of the largest gradient, squared): the gain must agree between them (the old unweighted
+    mean of lr / sqrt(v_hat) followed that noise: ~lr / eps there)."""
+    from critwin.empirical.metrics import decay_mechanism
+    torch.manual_seed(0)
+    g = torch.randn(50, 8)
+    g[:, 0] = 0.0                                         # a column whose exact gradient is 0 (a key bias)
+    theta = torch.nn.Parameter(torch.ones(50, 8))
+    opt = torch.optim.AdamW([theta], lr=1e-2, betas=(0.9, 0.98), eps=1e-8, weight_decay=0.0)
+    theta.grad = g.clone()
+    opt.step()
+    v = opt.state[theta]["exp_avg_sq"]
+    gains = []
+    for noise in (0.0, 1e-9, 3e-9):
+        v[:, 0] = (1 - 0.98) * (noise * torch.randn(50)) ** 2
+        gains.append(decay_mechanism(opt, [theta], 1e-2, 0.0, "l2", 1.0)["adam_gain"])
+    assert gains[1] == pytest.approx(gains[0], rel=1e-6) and gains[2] == pytest.approx(gains[0], rel=1e-6)
+    div = g.double().abs() + 1e-8                         # v_hat after one step: g^2 (noise 3e-9 left in column 0)
+    th = 1.0 - 1e-2 * g.double() / div                   # Adam's first step: lr g / (|g| + eps)
+    assert gains[0] == pytest.approx(float(1e-2 * th.norm() / (div * th).norm()), rel=1e-6)
+
+
 def test_mechanism_is_logged_per_evaluation():
     w = ((0.0, 40.0, 0.5),)
     run = train(TrainConfig(**TINY, wd_windows=w, decay_form="l2", decay_set="non_embedding"), progress=False)
@@ -365,7 +388,7 @@ def test_amsgrad_holds_the_divisor_and_the_mechanism_reads_it():
     mb = decay_mechanism(ob, [b], 1e-2, 1e-3, "l2", 1.0)
     st = ob.state[b]
     v_max = st["max_exp_avg_sq"].double() / (1 - 0.98 ** float(st["step"]))
-    gain = float(torch.linalg.norm(1e-2 * b.double() / (v_max.sqrt() + 1e-8)) / torch.linalg.norm(b.double()))
+    gain = float(1e-2 * torch.linalg.norm(b.double()) / torch.linalg.norm((v_max.sqrt() + 1e-8) * b.double()))
     assert mb["adam_gain"] == pytest.approx(gain, rel=1e-9)
     assert mb["adam_gain"] < ma["adam_gain"] / 10             # plain Adam's v fell ~300x
     cfg = TrainConfig(**TINY, wd_windows=((0.0, 40.0, 0.5),), decay_form="l2", decay_set="non_embedding")

@@ -129,7 +129,7 @@ def test_table_fits_at_one_gamma_and_scores_the_others(tmp_path):
 
 def test_left_edge_command_trains_probes_and_reads_the_store(tmp_path, capsys):
     store = tmp_path / "store"
-    for onset, ood in ((0, 0.1), (50, 0.2), (100, 0.9)):
+    for onset, ood in ((0, 0.1), (100, 0.2), (110, 0.9)):   # the tiny probe's gain peaks at 90
         save_fake_run(RunStore(store), config_from_flat({"gamma": 0.5, "wd": 4e-3, "wd_window_start": onset,
                                                          "wd_width": 5000, "decay_form": "l2",
                                                          "decay_set": "non_embedding"}), ood)
@@ -140,7 +140,7 @@ def test_left_edge_command_trains_probes_and_reads_the_store(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["probe_runs"] == 2 and (tmp_path / "fig" / "bridge_left_edge.png").is_file()
     rows = {(r["gamma"], r["wd"]): r for r in out["rows"]}
-    assert rows[(0.5, 0.004)]["fitted"] and (rows[(0.5, 0.004)]["bracket_lo"], rows[(0.5, 0.004)]["bracket_hi"]) == (50, 100)
+    assert rows[(0.5, 0.004)]["fitted"] and (rows[(0.5, 0.004)]["bracket_lo"], rows[(0.5, 0.004)]["bracket_hi"]) == (100, 110)
     assert len(rows) == 6
     t1 = {r["recipe_t1"] for r in out["rows"]}      # the recipe's memorization time: Theta(1) in gamma, no lambda
     assert len(t1) == 1 and 100 < t1.pop() < 1000

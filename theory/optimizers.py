@@ -98,18 +98,20 @@ def run_discrete(p: Problem, q: Params, schedule, eta: float, optimizer: str = "
 
 
 def adam_gain(arrays, second_moments, t: int, eta: float, beta2: float, eps: float) -> np.ndarray:
-    """Per batch member, |eta theta / (sqrt(v_hat) + eps)| / |theta| over every array: the
-    per-step shrink an L2 penalty of strength 1 would cause through Adam after t steps (the
-    Transformer runs log the same quantity); nan before the first step."""
+    """Per batch member, eta |theta| / |(sqrt(v_hat) + eps) * theta| over every array: the
+    per-step shrink an L2 penalty of strength 1 causes through Adam after t steps at the weights'
+    typical gradient scale (Adam's divisor averaged with weights theta^2, so coordinates whose
+    gradient is 0 cannot dominate it; the Transformer runs log the same quantity); nan before
+    the first step."""
     n = arrays[0].shape[0]
     if t == 0:
         return np.full(n, np.nan)
     num, den = np.zeros(n), np.zeros(n)
     for a, s2 in zip(arrays, second_moments):
         axes = tuple(range(1, a.ndim))
-        num += ((eta * a / (np.sqrt(s2 / (1 - beta2 ** t)) + eps)) ** 2).sum(axes)
-        den += (a ** 2).sum(axes)
-    return np.sqrt(num / den)
+        num += (a ** 2).sum(axes)
+        den += (((np.sqrt(s2 / (1 - beta2 ** t)) + eps) * a) ** 2).sum(axes)
+    return eta * np.sqrt(num / den)
 
 
 def crossing_step(steps: np.ndarray, values: np.ndarray, level: float) -> float:
