@@ -1,12 +1,16 @@
 """Handlers of `critwin train ...`: train one run (or return it from the store)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..empirical import RunStore, TrainConfig, train
 from ..empirical.config import DEVICES
 from ..empirical.interventions import DECAY_FORMS, PLACEMENTS
-from ..empirical.models import DECAY_SETS
+from ..empirical.models import DECAY_SETS, INITS
+from ..empirical.models.transformer import LAYER_INITS
 from ..empirical.presets import ALCHEMY_SIZES
 from ..empirical.sweep import config_from_flat
+from ..empirical.tasks.alchemy import QUERY_ENDS
 from ..empirical.tasks.scan import SPLIT_SIZES as SCAN_SPLIT_SIZES
 from ..errors import ConfigError
 from .table import format_table
@@ -26,8 +30,9 @@ def add_reading_args(parser):
 
 def add_training_args(p):
     p.add_argument("--gamma", type=float, default=0.8, help="init scale (see --init)")
-    p.add_argument("--init", choices=("multiplier", "exponent"), default="multiplier",
-                   help="multiplier: std = gamma/sqrt(d_in); exponent: std = d_in^-gamma")
+    p.add_argument("--init", choices=INITS, default="multiplier",
+                   help="multiplier: std = gamma/sqrt(d_in); exponent: std = d_in^-gamma; pytorch: PyTorch's module"
+                        " defaults (the Alchemy authors' code; gamma unused)")
     p.add_argument("--d", type=int, default=64)
     p.add_argument("--heads", type=int, default=2)
     p.add_argument("--layers", type=int, default=2)
@@ -82,13 +87,15 @@ def task_keys(args) -> dict:
     """The task options of a training command (None where the command has none or leaves it unset)."""
     return {"hops": getattr(args, "hops", None), "chemistries": getattr(args, "chemistries", None) or None,
             "modulus": getattr(args, "p", None), "train_frac": getattr(args, "train_frac", None),
-            "ablation": getattr(args, "ablation", None) or None}
+            "ablation": getattr(args, "ablation", None) or None, "query_end": getattr(args, "query_end", None)}
 
 
 def config_from_args(args, task: str) -> TrainConfig:
     """The flat sweep keys, from command-line options (one grid point)."""
     flat = {"task": task, "task_seed": args.task_seed, "d": args.d, "heads": args.heads,
             "layers": args.layers, "init": args.init, "gamma": args.gamma, "head_bias": args.head_bias,
+            **({"layer_init": args.layer_init} if getattr(args, "layer_init", None) else {}),
+            **({"betas": tuple(args.betas)} if getattr(args, "betas", None) else {}),
             "decay_form": args.decay_form, "decay_set": args.decay_set, "optimizer": args.optimizer,
             "freeze_second_moment": args.freeze_second_moment, "amsgrad": args.amsgrad, **task_keys(args),
             "lr": args.lr, "momentum": args.momentum, "batch_size": args.batch_size, "steps": args.steps,
@@ -116,6 +123,10 @@ def cmd_scan(args):
     return train_one(args, config_from_args(args, f"scan_{args.split}"))
 
 
+ALCHEMY_FALLBACKS = {"decay_form": "decoupled", "decay_set": "matrices", "init": "multiplier",
+                     "layer_init": "independent"}
+
+
 def cmd_alchemy(args):
     from dataclasses import fields
 
@@ -127,6 +138,9 @@ def cmd_alchemy(args):
     preset = ALCHEMY_SIZES[args.size]      # options left unset on the command line take these values
     for k, v in preset.items():
         if getattr(args, k, None) is None and k in vars(args):
+            setattr(args, k, v)
+    for k, v in ALCHEMY_FALLBACKS.items():  # options no preset sets
+        if getattr(args, k) is None:
             setattr(args, k, v)
     args.head_bias = bool(args.head_bias)
     if args.epochs is not None:
@@ -141,7 +155,10 @@ def cmd_alchemy(args):
     cfg = config_from_args(args, task)
     model_only = {f.name for f in fields(ModelConfig)} - set(vars(args))     # no command-line option of their own
     extra = {k: v for k, v in preset.items() if k in model_only}
-    return train_one(args, cfg.with_model(**extra) if extra else cfg)
+    cfg = cfg.with_model(**extra) if extra else cfg
+    train_only = {f.name for f in fields(TrainConfig)} - set(vars(args)) - {"model"}
+    rest = {k: v for k, v in preset.items() if k in train_only}
+    return train_one(args, replace(cfg, **rest) if rest else cfg)
 
 
 def train_one(args, cfg):
@@ -218,9 +235,20 @@ def register(sub):
                    help="quick: a tiny model on 8 chemistries (machinery only); cpu: the anchor Transformer (d 64,"
                         " 2 layers) at lr 1e-3, batch 32 (not yet tuned to show the stages); paper: the paper's model (4 layers, d 256, 4 heads, FFN 512, post-LN,"
                         " sinusoidal positions, dropout 0.1) with AdamW 1e-4, cosine, clip 1.0, batch 32 (a GPU"
-                        " budget). Options given on the command line override the preset.")
+                        " budget); authors: the paper's model trained as the authors' code runs it (PyTorch's default"
+                        " init with cloned layers, betas 0.9 0.999, AdamW decay 0.001 on every parameter, constant lr"
+                        " 1e-4, the query ending at its potion; empirical/presets.py). Options given on the command"
+                        " line override the preset.")
     p.add_argument("--epochs", type=int, default=None, help="passes over the training set (sets --steps)")
+    p.add_argument("--layer-init", choices=LAYER_INITS, default=None,
+                   help="independent: each layer drawn on its own; cloned: every layer starts as a copy of the"
+                        " first (the authors' nn.TransformerEncoder). Default: the size's preset")
+    p.add_argument("--betas", type=float, nargs=2, default=None, metavar=("B1", "B2"),
+                   help="Adam's betas (default: the size's preset, else 0.9 0.98; the authors' code: 0.9 0.999)")
+    p.add_argument("--query-end", choices=QUERY_ENDS, default=None,
+                   help="io: the query closed by <io> (the toolkit); potion: it ends at its potion (the authors'"
+                        " code). Default: the size's preset, else io")
     add_training_args(p)
     p.set_defaults(handler=cmd_alchemy, **{k: None for k in ("lr", "batch_size", "steps", "d", "heads", "layers",
                                                              "gamma", "lr_schedule", "clip", "dropout", "eval_every",
-                                                             "head_bias")})
+                                                             "head_bias", "decay_form", "decay_set", "init")})

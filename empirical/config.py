@@ -23,9 +23,10 @@ CONFIG_VERSION = 1
 ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices", "freeze_second_moment": None, "amsgrad": False,
                   "lr_schedule": "constant", "lr_final": 0.0, "clip": None, "checkpoints": [], "branch": None,
                   "freeze_optimizer": "keep", "eval_max": None,
-                  "hops": None, "chemistries": None, "ablation": None, "modulus": None, "train_frac": None}
+                  "hops": None, "chemistries": None, "ablation": None, "modulus": None, "train_frac": None,
+                  "query_end": None}
 ADDED_MODEL_DEFAULTS = {"head_bias": False, "norm": "pre", "positions": "learned", "embed_scale": False,
-                        "dropout": 0.0, "activation": "gelu"}
+                        "dropout": 0.0, "activation": "gelu", "layer_init": "independent"}
 
 
 BRANCH_FREE = ("freeze", "wd_windows", "checkpoints", "branch")   # may differ from a branch's source
@@ -59,6 +60,7 @@ class TrainConfig:
     hops: int | None = None          # Alchemy composition / decomposition: path length 2..5
     chemistries: int | None = None   # Alchemy: cap on chemistries per split (None = all 1,371 / 165)
     ablation: bool | None = None     # Alchemy: also evaluate with reward tokens replaced by <unk>
+    query_end: str | None = None     # Alchemy: io (None: the query closed by <io>) or potion (the authors' code)
     modulus: int | None = None       # modarith: p (None = 67)
     train_frac: float | None = None  # modarith: fraction of the p^2 pairs trained (None = 0.4)
     model: ModelConfig = ModelConfig()

@@ -5,6 +5,13 @@ quick  a tiny model on a few chemistries: exercises the machinery, never evidenc
 cpu    the anchor Transformer on every chemistry, sized for a 2-core machine
 paper  the paper's model and optimizer (ModelConfig.alchemy_paper, AdamW 1e-4, cosine, clip
        1.0, batch 32); its length is given in epochs (1,000 in the paper): a GPU budget
+authors  the paper's model trained as the authors' released code runs it, where it differs from
+       the paper's text or from `paper`: PyTorch's default init (token embedding N(0, 1), then
+       scaled by sqrt(d)) with every layer starting from the same weights (nn.TransformerEncoder
+       deep-copies one layer), Adam betas (0.9, 0.999), AdamW decay 0.001 on every parameter
+       (their README; the code's default is 0.01), a constant lr 1e-4 (their cosine scheduler is
+       built but never stepped), and the query ending at its potion (no <io>); scored every epoch
+       on the 1,320 held-out queries and a fixed 1,320 of the training ones
 """
 from __future__ import annotations
 
@@ -26,6 +33,10 @@ ALCHEMY_SIZES = {
             "wd": 0.1},
     "paper": {"lr": 1e-4, "batch_size": 32, "lr_schedule": "cosine", "clip": 1.0, "eval_every": 100,
               **asdict(ModelConfig.alchemy_paper())},
+    "authors": {**asdict(ModelConfig.alchemy_paper()), "init": "pytorch", "layer_init": "cloned", "gamma": 1.0,
+                "lr": 1e-4, "betas": (0.9, 0.999), "lr_schedule": "constant", "clip": 1.0, "batch_size": 32,
+                "wd": 1e-3, "decay_form": "decoupled", "decay_set": "all", "query_end": "potion",
+                "eval_every": 343, "eval_max": 1320},
 }
 PAPER_EPOCHS = 1000
 

@@ -272,11 +272,13 @@ def read_resume_state(path, cfg: TrainConfig | list[TrainConfig]) -> dict | None
     if path is None or not Path(path).is_file():
         return None
     pack = isinstance(cfg, list)
-    key, want, steps = ("configs", [c.resolved() for c in cfg], cfg[0].steps) if pack else \
-        ("config", cfg.resolved(), cfg.steps)
+    key, want, steps = ("configs", [c.run_id() for c in cfg], cfg[0].steps) if pack else \
+        ("config", cfg.run_id(), cfg.steps)
     try:
         state = torch.load(path, map_location="cpu", weights_only=False)
-        ok = state.get("format") == 1 and state.get(key) == want and 0 < state["step"] < steps
+        saved = [TrainConfig.from_dict(c).run_id() for c in state[key]] if pack else \
+            TrainConfig.from_dict(state[key]).run_id()     # by identity: fields added later at their defaults agree
+        ok = state.get("format") == 1 and saved == want and 0 < state["step"] < steps
     except Exception as e:  # noqa: BLE001 - a damaged resume file only costs the time it saved
         warnings.warn(f"ignoring unreadable resume state {path} ({type(e).__name__}: {e}); training from the start")
         return None

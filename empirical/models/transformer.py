@@ -8,6 +8,9 @@ sqrt(d), ReLU and dropout 0.1 (`ModelConfig.alchemy_paper`). Two init convention
 multiplier (std = gamma / sqrt(d_in), larger gamma = larger init) and exponent
 (std = d_in ** -gamma, Zhang et al.: larger gamma = smaller init). Every weight matrix
 uses its fan-in d_in; embeddings use d_in = d_model. Biases start at 0, LayerNorm at 1.
+A third, `pytorch`, is what the Alchemy authors' code runs: PyTorch's own module defaults
+(`pytorch_default_init`), gamma unused. `layer_init` `cloned` starts every block with block 0's
+weights, as `nn.TransformerEncoder` does by deep-copying one layer.
 """
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ import torch.nn.functional as F
 
 from ...errors import ConfigError
 
-INITS = ("multiplier", "exponent")
+INITS = ("multiplier", "exponent", "pytorch")
+LAYER_INITS = ("independent", "cloned")
 DECAY_SETS = ("matrices", "non_embedding", "all")
 NORMS = ("pre", "post")
 POSITIONS = ("learned", "sinusoidal")
@@ -43,6 +47,7 @@ class ModelConfig:
     embed_scale: bool = False       # token embedding times sqrt(d)
     dropout: float = 0.0            # on attention weights, sublayer outputs and the embedding sum
     activation: str = "gelu"
+    layer_init: str = "independent"  # cloned: every block starts as a copy of block 0
 
     @classmethod
     def alchemy_paper(cls) -> "ModelConfig":
@@ -68,7 +73,8 @@ class ModelConfig:
         for f in ("head_bias", "embed_scale"):
             if not isinstance(getattr(self, f), bool):
                 raise ConfigError(f, getattr(self, f), "true or false")
-        for f, allowed in (("norm", NORMS), ("positions", POSITIONS), ("activation", ACTIVATIONS)):
+        for f, allowed in (("norm", NORMS), ("positions", POSITIONS), ("activation", ACTIVATIONS),
+                           ("layer_init", LAYER_INITS)):
             if getattr(self, f) not in allowed:
                 raise ConfigError(f, getattr(self, f), "one of " + ", ".join(allowed))
         if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
@@ -159,6 +165,18 @@ class Transformer(nn.Module):
     @torch.no_grad()
     def reset_parameters(self):
         c = self.config
+        if c.init == "pytorch":
+            pytorch_default_init(self)
+        else:
+            self._scaled_init()
+        if c.layer_init == "cloned":
+            first = self.blocks[0].state_dict()
+            for b in self.blocks[1:]:
+                b.load_state_dict(first)
+
+    @torch.no_grad()
+    def _scaled_init(self):
+        c = self.config
         for m in self.modules():
             if isinstance(m, nn.Linear):
                 m.weight.normal_(0.0, c.init_std(m.in_features))
@@ -221,6 +239,37 @@ class Transformer(nn.Module):
             comps[f"layer{i}.attn"] = list(b.attn.parameters()) + list(b.ln1.parameters())
             comps[f"layer{i}.mlp"] = list(b.mlp.parameters()) + list(b.ln2.parameters())
         return comps
+
+
+@torch.no_grad()
+def pytorch_default_init(model: "Transformer") -> None:
+    """The init of the Alchemy authors' modules, PyTorch's defaults: embeddings N(0, 1);
+    attention as nn.MultiheadAttention (q, k, v rows of one Xavier-uniform (3d, d) in-projection,
+    zero biases; output projection U(+-1/sqrt(d)), zero bias); every other Linear (FFN, head)
+    U(+-1/sqrt(fan_in)) for weight and bias; LayerNorm 1 and 0."""
+    for m in model.modules():
+        if isinstance(m, nn.Embedding):
+            m.weight.normal_(0.0, 1.0)
+        elif isinstance(m, nn.LayerNorm):
+            m.weight.fill_(1.0)
+            m.bias.zero_()
+        elif isinstance(m, Attention):
+            d = m.q.in_features
+            in_proj = torch.empty(3 * d, d)
+            nn.init.xavier_uniform_(in_proj)
+            for lin, w in zip((m.q, m.k, m.v), in_proj.split(d)):
+                lin.weight.copy_(w)
+                lin.bias.zero_()
+            bound = 1.0 / math.sqrt(d)
+            m.o.weight.uniform_(-bound, bound)
+            m.o.bias.zero_()
+    done = {id(p) for a in model.modules() if isinstance(a, Attention) for p in a.parameters()}
+    for m in model.modules():
+        if isinstance(m, nn.Linear) and id(m.weight) not in done:
+            bound = 1.0 / math.sqrt(m.in_features)
+            m.weight.uniform_(-bound, bound)
+            if m.bias is not None:
+                m.bias.uniform_(-bound, bound)
 
 
 def sinusoidal_positions(n: int, d: int) -> torch.Tensor:

@@ -10,7 +10,8 @@ Three variants, each from complete-graph chemistries (`alchemy_chemistry.py`):
 
 An example is the support followed by one query: each stone is 4 tokens (colour, size,
 roundness, reward), an item is stone, potion token(s), <io>, stone, items are joined by
-<item_sep>, and the query's stone and potions come last, closed by <io>. The target is the
+<item_sep>, and the query's stone and potions come last, closed by <io> (`query_end` io; the
+authors' code ends the query at its potion: `query_end` potion). The target is the
 output stone as one of 108 = 3 * 3 * 3 * 4 classes. Every query carries what the events
 need: the chemistry's 8 stones (event A), the face the query potion moves stones onto
 (withheld and decomposition) or the stones reachable from the start in h hops
@@ -27,6 +28,7 @@ from .alchemy_chemistry import FEATURE_VALUES, PAIRS, POTIONS, REWARDS, Chemistr
 from .base import Split, TaskData
 
 VARIANTS = ("withheld", "composition", "decomposition")
+QUERY_ENDS = ("io", "potion")
 QUERIES_PER_CHEMISTRY = {"withheld": 8, "composition": 48, "decomposition": 24}
 HOPS = (2, 3, 4, 5)
 SPECIALS = ("<pad>", "<sos>", "<eos>", "<io>", "<item_sep>", "<unk>")
@@ -142,19 +144,20 @@ def encode_support(ep: Episode) -> list[int]:
     return toks
 
 
-def encode(ep: Episode, q: Query, support: list[int] | None = None) -> list[int]:
-    """Token ids of the support followed by one query (closed by <io>)."""
+def encode(ep: Episode, q: Query, support: list[int] | None = None, query_end: str = "io") -> list[int]:
+    """Token ids of the support followed by one query (closed by <io> unless query_end is potion)."""
     support = encode_support(ep) if support is None else support
-    return support + stone_tokens(ep.chemistry, q.start) + [TOKEN[p] for p in q.potions] + [TOKEN["<io>"]]
+    close = [TOKEN["<io>"]] if query_end == "io" else []
+    return support + stone_tokens(ep.chemistry, q.start) + [TOKEN[p] for p in q.potions] + close
 
 
 def support_and_query(split: Split):
     """Per row, (support tokens, query tokens): the query follows the last item separator and
-    is a stone (4 tokens) and its potions (the closing <io> left out)."""
-    sep = TOKEN["<item_sep>"]
+    is a stone (4 tokens) and its potions (a closing <io>, never a stone or potion token, left out)."""
+    sep, io = TOKEN["<item_sep>"], TOKEN["<io>"]
     for row, n in zip(split.inputs.tolist(), split.extra["lengths"].tolist()):
         cut = n - 1 - row[:n][::-1].index(sep)
-        yield row[:cut], row[cut + 1:n - 1]
+        yield row[:cut], row[cut + 1:n - 1 if row[n - 1] == io else n]
 
 
 def query_answers(data, name, split) -> list[int]:
@@ -192,8 +195,11 @@ class AlchemyTask:
     seed: int = 0
     max_chemistries: int | None = None
     ablation: bool = False
+    query_end: str = "io"
 
     def __post_init__(self):
+        if self.query_end not in QUERY_ENDS:
+            raise ConfigError("query_end", self.query_end, "one of " + ", ".join(QUERY_ENDS))
         if self.variant not in VARIANTS:
             raise ConfigError("task", self.variant, "one of " + ", ".join(VARIANTS))
         if self.variant == "withheld" and self.hops is not None:
@@ -231,7 +237,7 @@ class AlchemyTask:
             eight = [stone_class(ep.chemistry, corner(i)) for i in range(8)]
             support = encode_support(ep)
             for q in ep.queries:
-                seqs.append(encode(ep, q, support))
+                seqs.append(encode(ep, q, support, self.query_end))
                 targets.append(stone_class(ep.chemistry, q.end))
                 stones.append(eight)
                 b = q.reachable if self.variant == "composition" else q.face
