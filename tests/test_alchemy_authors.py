@@ -1,0 +1,135 @@
+"""The `authors` Alchemy recipe against independent computations: PyTorch's own modules at
+init, torch's AdamW with weight decay for one step, and the query format."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from critwin.empirical import RunStore, TrainConfig, train
+from critwin.empirical.models import ModelConfig
+from critwin.empirical.models.transformer import Transformer, sinusoidal_positions
+from critwin.empirical.presets import alchemy_flat
+from critwin.empirical.sweep import config_from_flat
+from critwin.empirical.tasks import make_task
+from critwin.empirical.tasks.alchemy import TOKEN
+from critwin.empirical.train import batch_loss, initial_model
+from critwin.errors import ConfigError
+
+PAPER = ModelConfig.alchemy_paper()
+
+
+def authors_model(**changes) -> Transformer:
+    torch.manual_seed(0)
+    c = ModelConfig(**{**PAPER.to_dict(), "init": "pytorch", "layer_init": "cloned", **changes})
+    return Transformer(c, vocab_size=31, seq_len=182, n_out=108)
+
+
+def test_pytorch_init_has_the_statistics_of_torchs_own_modules():
+    """Each parameter's spread and range against nn.TransformerEncoderLayer, nn.Embedding and
+    nn.Linear at their defaults (the authors' modules), at the paper's size."""
+    m = authors_model(layer_init="independent")
+    torch.manual_seed(1)
+    ref = torch.nn.TransformerEncoderLayer(256, 4, 512, dropout=0.1, batch_first=True)
+    head, emb = torch.nn.Linear(256, 108), torch.nn.Embedding(31, 256)
+    b = m.blocks[0]
+    pairs = [(torch.cat([b.attn.q.weight, b.attn.k.weight, b.attn.v.weight]), ref.self_attn.in_proj_weight, 0.01),
+             (b.attn.o.weight, ref.self_attn.out_proj.weight, 0.02), (b.mlp[0].weight, ref.linear1.weight, 0.02),
+             (b.mlp[0].bias, ref.linear1.bias, 0.15), (b.mlp[2].weight, ref.linear2.weight, 0.02),
+             (b.mlp[2].bias, ref.linear2.bias, 0.15), (m.unembed.weight, head.weight, 0.03),
+             (m.unembed.bias, head.bias, 0.3), (m.tok.weight, emb.weight, 0.05)]
+    for ours, theirs, rtol in pairs:
+        assert ours.shape == theirs.shape
+        assert float(ours.std()) == pytest.approx(float(theirs.std()), rel=rtol)
+        assert float(ours.abs().max()) <= float(theirs.abs().max()) * (1 + rtol) + 3 * float(theirs.std()) * (
+            theirs is emb.weight)
+    for ours, theirs in ((b.attn.q.bias, ref.self_attn.in_proj_bias), (b.attn.o.bias, ref.self_attn.out_proj.bias),
+                         (b.ln1.weight, ref.norm1.weight), (b.ln1.bias, ref.norm1.bias)):
+        assert torch.equal(ours.detach(), theirs.detach()[: len(ours)])
+
+
+def test_the_embedding_dwarfs_the_positions_at_init():
+    """The review's numbers: token embedding std 16 after the sqrt(d) scale, positions RMS ~0.71."""
+    m = authors_model()
+    idx = torch.randint(0, 31, (64, 182))
+    tok = m.tok(idx) * math.sqrt(256)
+    assert float(tok.std()) == pytest.approx(16.0, rel=0.05)
+    pos = sinusoidal_positions(182, 256)
+    assert float(pos.pow(2).mean().sqrt()) == pytest.approx(math.sqrt(0.5), rel=1e-3)
+    assert torch.equal(m.pos_table, pos)
+
+
+def test_cloned_layers_start_identical_and_independent_ones_do_not():
+    cloned, independent = authors_model(), authors_model(layer_init="independent")
+    first = cloned.blocks[0].state_dict()
+    for b in cloned.blocks[1:]:
+        assert all(torch.equal(first[k], v) for k, v in b.state_dict().items())
+    assert not torch.equal(independent.blocks[0].attn.q.weight, independent.blocks[1].attn.q.weight)
+    with pytest.raises(ConfigError, match="layer_init"):
+        ModelConfig(layer_init="copied")
+
+
+def tiny_authors(**over) -> TrainConfig:
+    return config_from_flat(alchemy_flat("authors", "withheld", d=32, heads=4, layers=2, chemistries=8,
+                                         steps=6, eval_every=3, **over))
+
+
+def test_one_step_equals_torchs_adamw_with_weight_decay_on_every_parameter(tmp_path):
+    """From the checkpoint after step 3, step 4 of the recipe (dropout off, so the step is fixed by
+    the stored batch order) equals torch's AdamW(lr 1e-4, betas (0.9, 0.999), weight_decay 1e-3)
+    over every parameter, with the gradient clipped to norm 1: the constant lr, the betas and the
+    decay set all show. The decay is raised to 10 so that one step shows it (lr lambda = 1e-3; at
+    1e-3 it is 1e-7, float noise); torch decays before its step, the recipe after: lr^2 lambda apart."""
+    assert tiny_authors().wd_windows == ((0.0, 6.0, 1e-3),)
+    cfg = tiny_authors(dropout=0.0, checkpoints=(3, 4), wd=10.0)
+    assert cfg.betas == (0.9, 0.999) and cfg.lr_schedule == "constant" and cfg.decay_set == "all"
+    run = train(cfg, progress=False)
+    store = RunStore(tmp_path)
+    store.save(run)
+    s4, s5 = store.checkpoint(run.run_id, 3), store.checkpoint(run.run_id, 4)
+    model, data = initial_model(cfg)
+    model.load_state_dict(s4["model"])
+    params = list(model.parameters())
+    opt = torch.optim.AdamW(params, lr=1e-4, betas=(0.9, 0.999), weight_decay=10.0)
+    opt.load_state_dict(s4["optimizer"])
+    for g in opt.param_groups:
+        assert g["lr"] == 1e-4 and tuple(g["betas"]) == (0.9, 0.999)
+        g["weight_decay"] = 10.0                       # the recipe's own optimizer holds 0: its loop decays
+    assert sum(len(g["params"]) for g in opt.param_groups) == len(params)
+    split = data.splits["train"]
+    idx = s4["perm"][s4["ptr"]:s4["ptr"] + cfg.batch_size]
+    x, y = torch.as_tensor(split.inputs)[idx], torch.as_tensor(split.targets)[idx]
+    lengths = torch.as_tensor(split.extra["lengths"])[idx]
+    model.train()
+    loss = batch_loss(model, x, y, lengths)
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    opt.step()
+    moved = 0.0
+    for name, p in model.named_parameters():
+        torch.testing.assert_close(p.detach(), s5["model"][name], rtol=1e-5, atol=1e-7)
+        moved = max(moved, float((s5["model"][name] - s4["model"][name]).abs().max()))
+    assert moved > 1e-5                                 # the step did move the weights
+
+
+def test_the_query_ends_at_its_potion_under_the_authors_format():
+    io = make_task("alchemy_withheld", 0, chemistries=4).generate().splits["test"]
+    potion = make_task("alchemy_withheld", 0, chemistries=4, query_end="potion").generate().splits["test"]
+    n_io, n_p = io.extra["lengths"], potion.extra["lengths"]
+    assert (n_p == n_io - 1).all()
+    rows = np.arange(len(n_p))
+    assert (io.inputs[rows, n_io - 1] == TOKEN["<io>"]).all()
+    assert (potion.inputs[rows, n_p - 1] != TOKEN["<io>"]).all()
+    np.testing.assert_array_equal(potion.inputs[rows, n_p - 1], io.inputs[rows, n_io - 2])   # the potion
+    np.testing.assert_array_equal(io.targets, potion.targets)
+    with pytest.raises(ConfigError, match="query_end"):
+        make_task("alchemy_withheld", 0, query_end="sep")
+
+
+def test_the_authors_size_keeps_the_ids_of_runs_stored_before_it():
+    """Fields added for the recipe (layer_init, query_end) at their defaults leave a config's id as it was."""
+    cfg = TrainConfig(task="alchemy_withheld", chemistries=8, steps=10)
+    ident = cfg.identity()
+    assert "query_end" not in ident and "layer_init" not in ident["model"]
+    assert tiny_authors().run_id() != tiny_authors(query_end="io").run_id()
