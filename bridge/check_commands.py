@@ -25,7 +25,8 @@ def cmd_check(args):
         if i not in CHECKS:
             available = ", ".join(CHECKS)
             missing = ", ".join(c for c in CLAIM_IDS if c not in CHECKS)
-            raise ConfigError("id", i, f"one or more of {available}, or all (not yet implemented: {missing})")
+            raise ConfigError("id", i, f"one or more of {available}, or all"
+                                       + (f" (not yet implemented: {missing})" if missing else ""))
     for f in ("seeds", "task_seeds"):
         if getattr(args, f) is not None and getattr(args, f) < 1:
             raise ConfigError(f, getattr(args, f), "a count >= 1")

@@ -5,6 +5,7 @@ import argparse
 import json
 import shlex
 import sys
+import warnings
 
 from ..errors import ConfigError, CorruptRunError
 
@@ -81,12 +82,28 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    return f"critwin: warning: {message}\n"
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(argv).parse_args(argv)
     args.command_line = "critwin " + " ".join(shlex.quote(a) for a in argv)
+    shown = warnings.formatwarning
+    warnings.formatwarning = _one_line_warning       # a user reads the message, not our source line
     try:
         payload, text, *code = args.handler(args)      # a handler may add an exit code (e.g. a failed check)
+    except KeyboardInterrupt:
+        print("critwin: interrupted: runs already stored stay stored; the others keep their resume states"
+              " (run the same command again to continue)", file=sys.stderr)
+        return 130
+    except OSError as err:      # a full disk, a store that vanished: what could not be written, in one line
+        where = f" ({err.filename})" if err.filename else ""
+        if getattr(args, "json", False):
+            print(json.dumps({"error": f"{err.strerror or err}{where}", "errno": err.errno}))
+        print(f"critwin: error: {err.strerror or err}{where}", file=sys.stderr)
+        return 1
     except ConfigError as err:
         if getattr(args, "json", False):
             print(json.dumps({"error": str(err), "field": err.field, "allowed": err.allowed}))
@@ -98,6 +115,8 @@ def main(argv=None) -> int:
         hint = " (--skip-corrupt leaves damaged folders out)" if "skip_corrupt" in vars(args) else ""
         print(f"critwin: error: {err}{hint}", file=sys.stderr)
         return 2
+    finally:
+        warnings.formatwarning = shown
     if getattr(args, "json", False):
         print(json.dumps(_jsonable(payload), indent=1))
     else:

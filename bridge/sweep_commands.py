@@ -11,6 +11,9 @@ from ..errors import ConfigError
 from .table import format_table
 
 
+LOST_RUNS = 3       # exit code of a sweep that trained runs it could not store (a dead worker, a full disk)
+
+
 def add_executor_args(p):
     """--executor, --workers, --scheduler: where runs are trained."""
     p.add_argument("--executor", choices=EXECUTORS, default="local",
@@ -57,7 +60,8 @@ def cmd_run(args):
                "wall_seconds": time.perf_counter() - t0, "run_ids": [c.run_id() for c in configs]}
     text = [f"{res.describe()} ({payload['wall_seconds']:.1f} s, executor {args.executor})"]
     text += [f"  failed {r}: {e}" for r, e in res.failed]
-    return payload, "\n".join(text)
+    text += [f"  not stored {r}: {e}" for r, e in res.unstored]
+    return payload, "\n".join(text), (LOST_RUNS if res.lost_any else 0)
 
 
 def cmd_edge(args):
@@ -89,17 +93,22 @@ def cmd_summary(args):
 
 
 def cmd_progress(args):
-    rows = RunStore(args.store).require().in_progress()
+    store = RunStore(args.store).require()
+    removed = [str(p) for p in store.remove_litter()] if args.clean else []
+    rows = store.in_progress()
     table = []
     for r in rows:
         keys = [k for k in r["last"] if k.endswith(("_acc", "test_event_a")) and not k.startswith("test_ablate")][:4]
-        table.append({"run_id": r["run_id"], "training": r["training"] or "no (killed: the next sweep resumes it)",
+        killed = "no: unreadable litter (--clean removes it)" if "error" in r else "no (killed: the next sweep resumes it)"
+        table.append({"run_id": r["run_id"], "training": r["training"] or killed,
                       "step": r["step"], "of": r["steps"],
                       "saved_min_ago": None if r["saved_seconds_ago"] is None else round(r["saved_seconds_ago"] / 60, 1),
                       **{k: round(r["last"][k], 3) for k in keys},
                       **{k: r[k] for k in ("pack", "error") if k in r}})
     text = format_table(table) if table else f"no run in progress in {args.store}"
-    return {"rows": rows}, text
+    if args.clean:
+        text += f"\nremoved {len(removed)} unusable files (unreadable resume states, half-written files)"
+    return {"rows": rows, "removed": removed}, text
 
 
 def register_sweep(sub):
@@ -131,6 +140,8 @@ def register_sweep(sub):
 def register_runs(sub):
     p = sub.add_parser("progress", help="runs in progress: who trains them and how far their last saved state got")
     p.add_argument("--store", default="runs")
+    p.add_argument("--clean", action="store_true",
+                   help="first remove what no run can use: unreadable resume states, half-written files")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_progress)
 

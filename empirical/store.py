@@ -51,11 +51,15 @@ class Run:
 def write_atomic(path: Path, blob: bytes) -> None:
     """Write `blob` to `path` so that a reader finds the old file or the new one, never half of one."""
     tmp = path.with_name(f"{path.name}.tmp-p{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(blob)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(blob)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:       # a full disk or a kill mid-write leaves no temporary file behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _write_json(path: Path, obj) -> None:
@@ -69,7 +73,7 @@ class RunStore:
     """Folder-backed store: save(run), load(run_id), complete ids, corrupt folders."""
 
     def __init__(self, root):
-        self.root = Path(root)
+        self.root = Path(root).absolute()     # absolute: workers elsewhere (Dask, another cwd) write the same files
 
     def path(self, run_id: str) -> Path:
         return self.root / run_id
@@ -218,7 +222,46 @@ class RunStore:
                     removed.append(p)
                 except FileNotFoundError:
                     pass
+        for p in self._dead_partial_files():
+            p.unlink(missing_ok=True)
+            removed.append(p)
         return removed
+
+    def _dead_partial_files(self) -> list[Path]:
+        """Half-written files (write_atomic's NAME.tmp-pPID) whose writer no longer runs."""
+        out = []
+        for p in self.root.glob(".*.tmp-p*"):
+            pid = p.name.rsplit(".tmp-p", 1)[1]
+            if p.is_file() and (not pid.isdigit() or (int(pid) != os.getpid() and not _alive(int(pid)))):
+                out.append(p)
+        return out
+
+    def litter(self) -> list[tuple[Path, str]]:
+        """(file, why) of what no run can use: resume states that cannot be read, and half-written
+        files whose writer is gone. Training ignores them; `remove_litter` deletes them."""
+        if not self.root.is_dir():
+            return []
+        import torch
+        out = [(p, "half-written file of a writer that is gone") for p in self._dead_partial_files()]
+        for p in sorted(self.root.glob(f"{RESUME_PREFIX}*.pt")) + sorted(self.root.glob(f"{PACK_RESUME_PREFIX}*.pt")):
+            if self._claim_path(p.name[len(RESUME_PREFIX):-len(".pt")]).exists():
+                continue            # a run training now may be writing it
+            try:
+                state = torch.load(p, map_location="cpu", weights_only=False)
+                if p.name.startswith(PACK_RESUME_PREFIX):
+                    [TrainConfig.from_dict(c) for c in state["configs"]]
+                else:
+                    TrainConfig.from_dict(state["config"])
+            except Exception as e:  # noqa: BLE001 - anything unreadable is litter
+                out.append((p, f"unreadable resume state ({type(e).__name__})"))
+        return out
+
+    def remove_litter(self) -> list[Path]:
+        """Delete what `litter` finds; the paths removed."""
+        gone = [p for p, _ in self.litter()]
+        for p in gone:
+            p.unlink(missing_ok=True)
+        return gone
 
     def resume_path(self, run_id: str) -> Path:
         """Where a run in progress keeps the state it resumes from after a kill."""
@@ -292,15 +335,18 @@ class RunStore:
                 out.append(row)
         return out
 
+    def checkpoint_steps(self, run_id: str) -> list[int]:
+        """The steps after which `run_id` stored a checkpoint (without reading them)."""
+        folder = self.path(run_id) / CHECKPOINTS
+        return sorted(int(p.stem.split("_")[1]) for p in folder.glob("step_*.pt")) if folder.is_dir() else []
+
     def checkpoint(self, run_id: str, step: int) -> dict:
         """The training state `run_id` saved after `step` (its config's `checkpoints`)."""
         import torch
         path = self.path(run_id) / CHECKPOINTS / f"step_{int(step)}.pt"
         if not path.is_file():
-            have = sorted(int(p.stem.split("_")[1]) for p in (self.path(run_id) / CHECKPOINTS).glob("step_*.pt")) \
-                if (self.path(run_id) / CHECKPOINTS).is_dir() else []
             raise ConfigError("branch", f"{run_id}@{step}", f"a stored checkpoint of a run in {self.root}"
-                                                           f" (that run has {have or 'none'})")
+                                                           f" (that run has {self.checkpoint_steps(run_id) or 'none'})")
         try:
             return torch.load(path, map_location="cpu", weights_only=False)
         except Exception as e:  # noqa: BLE001 - an unreadable checkpoint is damage

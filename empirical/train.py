@@ -261,7 +261,11 @@ class ResumeWriter:
         return self.path is not None and done < steps and time.perf_counter() - self.last >= self.every
 
     def write(self, blob: bytes) -> None:
-        write_atomic(self.path, blob)
+        """A write that fails (a full disk) costs only resumability: warn and train on."""
+        try:
+            write_atomic(self.path, blob)
+        except OSError as e:
+            warnings.warn(f"could not write the resume state {self.path} ({e.strerror or e}); training on without it")
         self.last = time.perf_counter()
 
 

@@ -64,10 +64,12 @@ def test_checkpoints_are_stored_and_a_bad_branch_is_refused(source, tmp_path):
 def test_sweeps_and_the_cli_branch(source, capsys):
     store, src, _ = source
     cfgs = [TrainConfig(**BASE, freeze=(("embedding", 20),), branch=f"{src.run_id()}@20"),
-            TrainConfig(**BASE, branch=f"{src.run_id()}@30")]            # no such checkpoint: fails alone
-    res = run_sweep(cfgs, store, LocalExecutor(1), progress=False)
-    assert res.done == [cfgs[0].run_id()] and res.failed[0][0] == cfgs[1].run_id()
-    assert "has [13, 20]" in res.failed[0][1]
+            TrainConfig(**BASE, branch=f"{src.run_id()}@30")]            # no such checkpoint: refused before training
+    with pytest.raises(ConfigError, match=r"branch.*has \[13, 20\]"):
+        run_sweep(cfgs, store, LocalExecutor(1), progress=False)
+    assert store.status(cfgs[0].run_id()) is None and store.status(cfgs[1].run_id()) is None
+    res = run_sweep(cfgs[:1], store, LocalExecutor(1), progress=False)
+    assert res.done == [cfgs[0].run_id()]
     code = main(["train", "anchor", "--steps", "40", "--d", "16", "--batch-size", "32", "--eval-every", "10",
                  "--lr", "0.01", "--lr-schedule", "cosine", "--clip", "1", "--dropout", "0.1",
                  "--branch", f"{src.run_id()}@13", "--store", str(store.root), "--no-progress", "--json"])

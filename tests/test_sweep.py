@@ -100,18 +100,18 @@ def test_progress_counts_a_branch_from_its_checkpoint():
 def test_a_script_without_a_main_guard_is_told_so(tmp_path):
     """Workers import the script that started the pool: a sweep outside `if __name__ ==
     "__main__":` would run again in each of them (claiming the runs); it stops there instead,
-    and the run comes back failed with the reason, not silently busy."""
+    and the run comes back lost (not stored: not its own failure) with the reason, not silently busy."""
     script = tmp_path / "sweep.py"
     script.write_text("from critwin.empirical import RunStore\n"
                       "from critwin.empirical.sweep import LocalExecutor, config_from_flat, run_sweep\n"
                       f"cfg = config_from_flat({TINY!r})\n"
                       f"res = run_sweep([cfg], RunStore({str(tmp_path / 'runs')!r}), LocalExecutor(2), progress=False)\n"
-                      "print('RESULT', res.done, [e for _, e in res.failed], res.busy)\n")
+                      "print('RESULT', res.done, res.failed, res.busy, len(res.lost), res.describe())\n")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
     result = [line for line in out.stdout.splitlines() if line.startswith("RESULT")]
     assert len(result) == 1, out.stdout + out.stderr                     # the parent's line only
-    assert "__main__" in result[0] and "[]" in result[0].split("]", 1)[0] + "]"
+    assert result[0].startswith("RESULT [] [] [] 1 ") and "__main__" in result[0]
     assert '__name__ == "__main__"' in out.stderr                     # the worker's own error says why
 
 

@@ -7,6 +7,7 @@ and no two writers meet. `local`: a process pool (spawn, one torch thread per wo
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 import traceback
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from ...errors import ConfigError
 
 EXECUTORS = ("local", "dask", "dask-local")
+CONNECT_SECONDS = 10     # how long a Dask executor waits for its scheduler to answer
 
 
 def _one_thread():
@@ -83,17 +85,20 @@ class Pack:
     resume: str | None = None
 
 
+LOST = ("cut short when a worker process died (killed, e.g. out of memory, or a script that starts its sweep"
+        ' outside `if __name__ == "__main__":`); not stored: rerun to continue it from its resume state')
+
+
 def lost_result(item):
-    """What a run lost with a dead worker comes back as: a failure (retry it with --retry-failed);
-    a pack, or a list of items, comes back as a list of them."""
+    """What a run cut short by a dead worker pool comes back as: `lost`, not a failure of its own
+    (the sweep stores nothing for it and keeps its resume state); a pack, or a list of items,
+    comes back as a list of them."""
     if isinstance(item, Pack):
         item = list(item.configs)
     if isinstance(item, list):
         return [lost_result(x) for x in item]
     config = item[0] if isinstance(item, tuple) else item
-    return {"config": config, "error": "the worker process died during this run or beside it (killed, e.g. out of"
-                                       " memory, or a script that starts its sweep outside `if __name__ =="
-                                       ' "__main__":`); the pool was restarted for the other runs', "traceback": ""}
+    return {"config": config, "lost": LOST}
 
 
 _END = object()
@@ -140,8 +145,9 @@ def run_pack(item) -> list[dict]:
                           resume=item.resume)
         return [{"config": c, "run": r} for c, r in zip(item.configs, runs)]
     except Exception as e:  # noqa: BLE001 - failed runs are recorded, not raised
-        if len(item.configs) > 1:
-            return [out for c in item.configs for out in run_pack(Pack((c,)))]
+        if len(item.configs) > 1:      # each member alone; the pack's own error travels with each result
+            why = f"{type(e).__name__}: {e}"
+            return [{**out, "pack_error": why} for c in item.configs for out in run_pack(Pack((c,)))]
         return [{"config": item.configs[0], "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}]
 
 
@@ -216,7 +222,12 @@ class DaskExecutor:
             self.cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                                         processes=True, dashboard_address=None)
             address = self.cluster
-        self.client = Client(address)
+        try:
+            self.client = Client(address, timeout=CONNECT_SECONDS)
+        except (OSError, TimeoutError) as e:
+            raise ConfigError("scheduler", address, f"the address of a running Dask scheduler (none answered within"
+                                                    f" {CONNECT_SECONDS} s: {type(e).__name__})") from None
+        self.address = address
 
     @property
     def workers(self) -> int:
@@ -226,6 +237,10 @@ class DaskExecutor:
     def imap(self, fn, items, on_steps=None):
         """Results as they finish (on_steps is not reported from Dask workers)."""
         from dask.distributed import wait as dask_wait
+        if not self.client.nthreads():
+            print(f"critwin: waiting for Dask workers to join the scheduler {self.address}", file=sys.stderr,
+                  flush=True)
+            self.client.wait_for_workers(1)
         n = self.workers
 
         def wait_some(pending):

@@ -5,6 +5,7 @@ sweeps on one store (or on many machines sharing it) train each run once between
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -15,7 +16,7 @@ from ..config import TrainConfig
 from ..environment import environment
 from ..store import Run, RunStore
 from ..engine import on_engine, pack_size, packs
-from .executors import LocalExecutor, Pack, run_pack
+from .executors import LOST, LocalExecutor, Pack, run_pack
 
 
 @dataclass
@@ -26,12 +27,23 @@ class SweepResult:
     failed: list = field(default_factory=list)     # (run id, error) trained now, failed or diverged
     repaired: list = field(default_factory=list)   # run ids whose damaged folder was replaced
     busy: list = field(default_factory=list)       # run ids another live process was training
+    lost: list = field(default_factory=list)       # run ids cut short by a dead worker: not stored, resumable
+    unstored: list = field(default_factory=list)   # (run id, reason) trained but not written (e.g. a full disk)
+    pack_fallbacks: list = field(default_factory=list)  # (run id, the error that made its pack train it alone)
+
+    @property
+    def lost_any(self) -> bool:
+        """Runs trained (or half trained) now that are not in the store: the sweep's exit code says so."""
+        return bool(self.lost or self.unstored)
 
     def to_dict(self) -> dict:
         return {"total": self.total, "skipped": len(self.skipped), "done": len(self.done),
                 "failed": len(self.failed), "repaired": len(self.repaired), "busy": len(self.busy),
+                "lost": len(self.lost), "not_stored": len(self.unstored), "pack_fallbacks": len(self.pack_fallbacks),
                 "failures": [{"run_id": r, "error": e} for r, e in self.failed],
-                "repaired_ids": list(self.repaired), "busy_ids": list(self.busy)}
+                "not_stored_runs": [{"run_id": r, "reason": e} for r, e in self.unstored],
+                "pack_fallback_runs": [{"run_id": r, "error": e} for r, e in self.pack_fallbacks],
+                "repaired_ids": list(self.repaired), "busy_ids": list(self.busy), "lost_ids": list(self.lost)}
 
     def describe(self) -> str:
         text = (f"{self.total} runs: {len(self.done)} trained, {len(self.skipped)} already stored,"
@@ -40,6 +52,12 @@ class SweepResult:
             text += f", {len(self.repaired)} damaged folders replaced"
         if self.busy:
             text += f", {len(self.busy)} left to another process that is training them"
+        if self.lost:
+            text += f", {len(self.lost)} {LOST}"
+        if self.unstored:
+            text += f", {len(self.unstored)} trained but not stored ({self.unstored[0][1]})"
+        if self.pack_fallbacks:
+            text += f"; {len(self.pack_fallbacks)} trained alone after their pack failed ({self.pack_fallbacks[0][1]})"
         return text
 
 
@@ -125,6 +143,9 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
     store.ensure_writable()          # before any training: a store we cannot write loses the runs
     store.clean_stale()
     todo, skip, damaged = pending(configs, store, retry_failed)
+    for c in todo:                   # a branch needs its source's checkpoint: refuse before any training
+        if c.branch and c.branch_point()[1] not in store.checkpoint_steps(c.branch_point()[0]):
+            store.checkpoint(*c.branch_point())      # raises, naming the checkpoints the source has
     res = SweepResult(len(configs), skipped=skip)
     held: set = set()
     pack_files: dict = {}       # run id -> the pack resume states that hold it (dropped once it is stored)
@@ -178,9 +199,26 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
         outs = (out for group in executor.imap(run_pack, claimed(), on_steps=steps.update if progress else None)
                 for out in group)
         for out in outs:
+            if "lost" in out:           # not its own failure: nothing stored, its resume state kept
+                rid = TrainConfig.from_dict(out["config"]).run_id()
+                store.release(rid)
+                held.discard(rid)
+                res.lost.append(rid)
+                bar.update(1)
+                continue
             run = out.get("run") or failed_run(out["config"], out["error"], out.get("traceback", ""))
             rid = run.run_id
-            store.save(run, replace=retry_failed or rid in damaged)
+            if out.get("pack_error"):
+                res.pack_fallbacks.append((rid, out["pack_error"]))
+                warnings.warn(f"run {rid} trained alone: its pack failed ({out['pack_error']})")
+            try:
+                store.save(run, replace=retry_failed or rid in damaged)
+            except OSError as e:        # a full disk: the runs that fit are stored; this one keeps its resume state
+                store.release(rid)
+                held.discard(rid)
+                res.unstored.append((rid, f"{e.strerror or e} writing the store"))
+                bar.update(1)
+                continue
             store.drop_resume(rid)
             for path in pack_files.pop(rid, ()):
                 path.unlink(missing_ok=True)

@@ -137,6 +137,10 @@ class SweepSpec:
         return SweepSpec(base, grid)
 
     def points(self) -> list[dict]:
+        empty = [k for k, v in self.grid.items() if not v]
+        if empty:
+            raise ConfigError(f"grid.{empty[0]}", [], "a list of at least one value (an empty list would sweep"
+                                                       " nothing)")
         keys = list(self.grid)
         return [{**self.base, **dict(zip(keys, combo))}
                 for combo in itertools.product(*(self.grid[k] for k in keys))]
