@@ -7,10 +7,12 @@ and no two writers meet. `local`: a process pool (spawn, one torch thread per wo
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
 import traceback
+import warnings
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 
@@ -38,6 +40,10 @@ def _exit_with_parent(parent: int, poll: float = 1.0):
 
 def _worker_init(parent: int, steps_queue=None):
     global _STEPS
+    signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C is the parent's to handle (it ends the workers)
+    warnings.formatwarning = lambda message, *a, **k: f"critwin: warning: {message}\n"
+    from tqdm.auto import tqdm          # a thread lock, not tqdm's default semaphore: a killed worker
+    tqdm.set_lock(threading.RLock())    # leaves no semaphore for the resource tracker to warn about
     _one_thread()
     _exit_with_parent(parent)
     _STEPS = steps_queue
@@ -194,15 +200,22 @@ class LocalExecutor:
                 if done:
                     return done, rest
         items = iter(items)
-        while True:      # a fresh pool after a worker died; the runs in flight come back as failed
+        while True:      # a fresh pool after a worker died; the runs in flight come back lost
+            pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init,
+                                       initargs=(os.getpid(), steps_queue))
             try:
-                with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init,
-                                         initargs=(os.getpid(), steps_queue)) as pool:
-                    yield from _bounded(lambda x: pool.submit(fn, x), items, self.workers, wait_some)
+                yield from _bounded(lambda x: pool.submit(fn, x), items, self.workers, wait_some)
+                pool.shutdown()
                 return
             except PoolBroken as e:
+                pool.shutdown()
                 for x in e.lost:
                     yield lost_result(x)
+            except BaseException:   # Ctrl-C, or the caller stopped: end the workers now (their runs keep
+                for proc in list((getattr(pool, "_processes", None) or {}).values()):   # their resume states)
+                    proc.kill()
+                pool.shutdown(wait=True, cancel_futures=True)     # quick: the workers are gone
+                raise
 
     def close(self):
         pass
