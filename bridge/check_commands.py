@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..empirical import RunStore
 from ..empirical.config import DEVICES
+from ..empirical.tasks.alchemy import INPUT_FORMATS
 from ..errors import ConfigError
 from ..paper_checks import CHECKS, CLAIM_IDS, SIZES, train_checks, write_result
 from .figures import plot_check
@@ -41,6 +42,10 @@ def cmd_check(args):
     extra = {"points": args.freeze_points} if args.freeze_points is not None else {}
     if args.variants:
         extra["variants"] = tuple(args.variants)
+    if args.input_format is not None:
+        if any(not hasattr(CHECKS[i], "configs") or not i.startswith("S") for i in ids):
+            raise ConfigError("input_format", args.input_format, "only with the Alchemy checks (S1-S6)")
+        extra["input_format"] = args.input_format
     with executor_from(args) as ex:
         if args.train and len(ids) > 1:      # one sweep for all: packs and workers shared between checks
             train_checks([CHECKS[i] for i in ids], args.size, store, ex, not args.no_progress, **variation_args(args))
@@ -80,7 +85,8 @@ def register(parser):
     parser.add_argument("id", nargs="+", help="claim ids (" + ", ".join(CHECKS) + "), or all")
     parser.add_argument("--size", choices=SIZES, default="quick",
                         help="quick: times / 10, one seed (machinery only); paper: the paper's protocol; cpu: the"
-                             " Alchemy checks (S) at the size of empirical/presets.py (orders and ratios only)")
+                             " Alchemy checks (S) at the size of empirical/presets.py (orders and ratios only);"
+                             " authors: the Alchemy checks at the authors' recipe (150 epochs)")
     parser.add_argument("--store", default="runs", help="run store (runs are shared between checks)")
     parser.add_argument("--results", default="critwin-out/checks",
                         help="folder for result JSON/CSV/PNG ('' to skip); the committed results are"
@@ -100,6 +106,9 @@ def register(parser):
                         help="train only this variant's runs (repeatable; e.g. 'constant 0.01' of W11); the"
                              " verdict reads every variant's runs in the store, labelled incomplete if any is missing")
     add_reading_args(parser)
+    parser.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
+                        help="Alchemy checks: stone_states, one token per stone with its reward bound in (a variation"
+                             " the authors' code supports; labelled 'variation: stone tokens')")
     parser.add_argument("--no-train", dest="train", action="store_false",
                         help="only read the store: missing runs are left out (n counts what is there)")
     parser.add_argument("--no-progress", action="store_true")

@@ -10,7 +10,7 @@ from ..empirical.models import DECAY_SETS, INITS
 from ..empirical.models.transformer import LAYER_INITS
 from ..empirical.presets import ALCHEMY_SIZES
 from ..empirical.sweep import config_from_flat
-from ..empirical.tasks.alchemy import QUERY_ENDS
+from ..empirical.tasks.alchemy import INPUT_FORMATS, QUERY_ENDS
 from ..empirical.tasks.scan import SPLIT_SIZES as SCAN_SPLIT_SIZES
 from ..errors import ConfigError
 from .table import format_table
@@ -87,7 +87,8 @@ def task_keys(args) -> dict:
     """The task options of a training command (None where the command has none or leaves it unset)."""
     return {"hops": getattr(args, "hops", None), "chemistries": getattr(args, "chemistries", None) or None,
             "modulus": getattr(args, "p", None), "train_frac": getattr(args, "train_frac", None),
-            "ablation": getattr(args, "ablation", None) or None, "query_end": getattr(args, "query_end", None)}
+            "ablation": getattr(args, "ablation", None) or None, "query_end": getattr(args, "query_end", None),
+            "input_format": getattr(args, "input_format", None)}
 
 
 def config_from_args(args, task: str) -> TrainConfig:
@@ -245,6 +246,9 @@ def register(sub):
                         " first (the authors' nn.TransformerEncoder). Default: the size's preset")
     p.add_argument("--betas", type=float, nargs=2, default=None, metavar=("B1", "B2"),
                    help="Adam's betas (default: the size's preset, else 0.9 0.98; the authors' code: 0.9 0.999)")
+    p.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
+                   help="tokens: 4 per stone (default); stone_states: one token per stone with its reward bound in"
+                        " (a variation the authors' code supports)")
     p.add_argument("--query-end", choices=QUERY_ENDS, default=None,
                    help="io: the query closed by <io> (the toolkit); potion: it ends at its potion (the authors'"
                         " code). Default: the size's preset, else io")

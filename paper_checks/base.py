@@ -27,7 +27,7 @@ from ..errors import ConfigError
 from ..empirical.sweep import config_from_flat, run_sweep
 from ..empirical.train import censored_reach
 
-SIZES = ("quick", "cpu", "paper")    # cpu: the Alchemy checks' CPU size (the anchor checks are CPU-sized at paper)
+SIZES = ("quick", "cpu", "paper", "authors")   # cpu, authors: Alchemy sizes (the anchor checks are CPU-sized at paper)
 TIME_KEYS = ("steps", "wd_window_start", "wd_width", "width", "budget")
 
 

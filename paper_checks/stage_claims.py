@@ -18,7 +18,9 @@ from ..empirical.sweep import config_from_flat, run_sweep
 from ..errors import ConfigError
 from .base import mean_sd, on_device, verdict
 
-STAGE_SIZES = ("quick", "cpu", "paper")
+STAGE_SIZES = ("quick", "cpu", "paper", "authors")
+AUTHORS_EPOCHS, CHECKPOINT_EPOCHS = 150, 10    # the authors recipe on a CPU: 150 epochs, a checkpoint every 10
+INPUT_LABELS = {"stone_states": "variation: stone tokens"}
 CURVES = ("event_a", "event_b", "event_c", "p_b_given_a", "p_c_given_ab")
 
 
@@ -67,6 +69,8 @@ def _seed_count(size: str, seeds: int | None, protocol_seeds: int) -> int:
 def _size_note(v: str, size: str, seeds: int, protocol_seeds: int) -> str:
     if size != "quick" and seeds != protocol_seeds:
         v = f"{v} ({seeds} of the protocol's {protocol_seeds} seeds)"
+    if size == "authors":
+        return f"{v} (the authors' recipe: their code's init, optimizer and query format, {AUTHORS_EPOCHS} epochs)"
     return v if size == "paper" else f"{v} ({size} size: orders and ratios only{'; not evidence' if size == 'quick' else ''})"
 
 
@@ -85,27 +89,35 @@ class StageCheck:
     paper_epochs: dict = field(default_factory=dict)    # condition -> epochs at paper size (else PAPER_EPOCHS)
     sizes: tuple = STAGE_SIZES
 
-    def configs(self, size: str, seeds: int | None = None) -> dict:
+    def configs(self, size: str, seeds: int | None = None, input_format: str | None = None) -> dict:
         seeds = _seed_count(size, seeds, self.seeds)
         out = {}
         for name, c in self.conditions.items():
-            epochs = self.paper_epochs.get(name, PAPER_EPOCHS) if size == "paper" else None
-            flat = alchemy_flat(size, c["variant"], c.get("hops"), epochs, **c.get("overrides", {}))
+            epochs = self.paper_epochs.get(name, PAPER_EPOCHS) if size == "paper" else \
+                AUTHORS_EPOCHS if size == "authors" else None
+            flat = alchemy_flat(size, c["variant"], c.get("hops"), epochs, **c.get("overrides", {}),
+                                **({"input_format": input_format} if input_format else {}))
+            if size == "authors":      # checkpoints every 10 epochs: the plasticity check branches from them
+                per = flat["steps"] // AUTHORS_EPOCHS
+                flat["checkpoints"] = [per * k for k in range(CHECKPOINT_EPOCHS, AUTHORS_EPOCHS, CHECKPOINT_EPOCHS)]
             if "lr_final_fraction" in c:      # a cosine that ends at this fraction of the size's lr
                 flat.update(lr_schedule="cosine", lr_final=c["lr_final_fraction"] * flat["lr"])
             for s in range(seeds):
                 out[(name, 0, s)] = config_from_flat({**flat, "seed": s})
         return out
 
-    def missing(self, size: str, store: RunStore, *args, seeds: int | None = None, **kwargs) -> int:
-        return sum(store.status(c.run_id()) is None for c in self.configs(size, seeds).values())
+    def missing(self, size: str, store: RunStore, *args, seeds: int | None = None, input_format: str | None = None,
+                **kwargs) -> int:
+        return sum(store.status(c.run_id()) is None for c in self.configs(size, seeds, input_format).values())
 
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True, train: bool = True,
-            wd_scale: float = 1.0, seeds: int | None = None, device: str = "cpu", **ignored) -> dict:
+            wd_scale: float = 1.0, seeds: int | None = None, device: str = "cpu", input_format: str | None = None,
+            **ignored) -> dict:
         """Train what is missing (unless train=False), measure, decide. Decay readings do not
-        apply (no decay in these protocols); wd_scale must stay 1."""
+        apply (no decay in these protocols); wd_scale must stay 1. input_format stone_states: the
+        stone-token variation, labelled so."""
         _no_decay_scaling(wd_scale)
-        cfgs = on_device(self.configs(size, seeds), device)
+        cfgs = on_device(self.configs(size, seeds, input_format), device)
         if train:
             run_sweep(list(cfgs.values()), store, executor, progress=progress)
         rows = self.measure(store, cfgs, size)
@@ -115,6 +127,8 @@ class StageCheck:
             v = f"{v} (incomplete: {have} of {len(cfgs)} runs in the store)"
         n_seeds = _seed_count(size, seeds, self.seeds)
         v = _size_note(v, size, n_seeds, self.seeds)
+        if input_format in INPUT_LABELS:
+            v = f"{v} ({INPUT_LABELS[input_format]})"
         return {"id": self.id, "claim": self.claim, "size": size, "metric": "stage times (steps)", "seeds": n_seeds,
                 "protocol_seeds": self.seeds, "tolerance": self.tolerance, "rows": rows, "verdict": v,
                 "notes": self.notes, "run_ids": [c.run_id() for c in cfgs.values()]}
@@ -146,12 +160,12 @@ def _s1(store, cfgs, size):
         order.append(float(all(np.isfinite([ta, tc, tb])) and ta <= tb and tc <= tb))
         ba = curves["p_b_given_a"].dropna()
         dip.append(float(ba[ba.index > 0].loc[:tb].min()) if len(ba[ba.index > 0]) else float("nan"))
-        if size == "paper":       # epochs are compared at paper size only (and cost a pass over the data)
+        if size in ("paper", "authors"):       # epochs are compared at paper size only (and cost a pass over the data)
             a_ep.append(_epochs(cfg, ta) if np.isfinite(ta) else float("nan"))
     return [_row("A reaches 0.95 (fraction of seeds)", a, 1.0, 0.34),
             _row("order: A and C|AB before B|A (fraction of seeds)", order, 1.0, 0.34),
             _row("P(B|A) minimum before B|A completes", dip, 0.38, 0.12),
-            _row("epoch at which A completes", a_ep, [68, 82] if size == "paper" else None, 5.0, "epochs")]
+            _row("epoch at which A completes", a_ep, [68, 82] if size in ("paper", "authors") else None, 5.0, "epochs")]
 
 
 def _s2(store, cfgs, size):

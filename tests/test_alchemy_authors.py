@@ -133,3 +133,36 @@ def test_the_authors_size_keeps_the_ids_of_runs_stored_before_it():
     ident = cfg.identity()
     assert "query_end" not in ident and "layer_init" not in ident["model"]
     assert tiny_authors().run_id() != tiny_authors(query_end="io").run_id()
+
+
+@pytest.mark.parametrize("variant,hops", [("withheld", None), ("composition", 2), ("decomposition", 2)])
+def test_stone_states_pass_the_testing_kit_and_shorten_the_sequence(variant, hops):
+    """One token per stone, its reward bound in: every answer recomputed from the tokens alone (the
+    kit's oracle), held-out chemistries disjoint; the withheld episode shrinks from 182 tokens to 83."""
+    from critwin.empirical.tasks.alchemy import AlchemyTask
+    from critwin.testing import assert_task
+    assert_task(lambda seed: AlchemyTask(variant, hops, seed, 3, input_format="stone_states"), examples=3)
+    toks = make_task(f"alchemy_{variant}", 0, hops=hops, chemistries=3).generate()
+    stones = make_task(f"alchemy_{variant}", 0, hops=hops, chemistries=3, input_format="stone_states").generate()
+    np.testing.assert_array_equal(toks.splits["train"].targets, stones.splits["train"].targets)
+    from critwin.empirical.tasks.alchemy import STONE_TOKEN0
+    n_stones = (stones.splits["train"].inputs >= STONE_TOKEN0).sum(axis=1)      # 4 tokens each before, 1 now
+    np.testing.assert_array_equal(toks.splits["train"].extra["lengths"] - stones.splits["train"].extra["lengths"],
+                                  3 * n_stones)
+    if variant == "withheld":
+        assert toks.seq_len == 182 and stones.seq_len == 83
+    assert stones.vocab_size == toks.vocab_size + 108 + 27
+
+
+def test_stone_states_ablation_hides_each_stones_reward():
+    data = make_task("alchemy_withheld", 0, chemistries=3, ablation=True, input_format="stone_states").generate()
+    from critwin.empirical.tasks.alchemy import HIDDEN_REWARD0, STONE_TOKEN0, query_answers
+    shown, hidden = data.splits["test"].inputs, data.splits["test_ablate_rewards"].inputs
+    stone = (shown >= STONE_TOKEN0) & (shown < HIDDEN_REWARD0)
+    assert stone.sum(axis=1).min() == 16 * 2 + 1
+    np.testing.assert_array_equal(hidden[stone], HIDDEN_REWARD0 + (shown[stone] - STONE_TOKEN0) // 4)
+    np.testing.assert_array_equal(hidden[~stone], shown[~stone])
+    one = data.splits["test_ablate_query"].inputs
+    assert ((one != shown).sum(axis=1) == 1).all()
+    assert query_answers(data, "test_ablate_query", data.splits["test_ablate_query"]) == \
+        data.splits["test"].targets.tolist()

@@ -11,8 +11,8 @@ TASKS = {"anchor_permutation": PermutationAnchorTask, "anchor_shift": ShiftAncho
          "alchemy_withheld": AlchemyTask, "alchemy_composition": AlchemyTask, "alchemy_decomposition": AlchemyTask,
          "modarith": ModularAdditionTask, "scan_add_prim_jump": ScanTask, "scan_length": ScanTask}
 # Task options beyond the seed (config fields, None = the task's default), and who takes them.
-TASK_OPTIONS = ("hops", "chemistries", "ablation", "modulus", "train_frac", "query_end")
-_ALCHEMY = ("hops", "chemistries", "ablation", "query_end")
+TASK_OPTIONS = ("hops", "chemistries", "ablation", "modulus", "train_frac", "query_end", "input_format")
+_ALCHEMY = ("hops", "chemistries", "ablation", "query_end", "input_format")
 TAKES = {"alchemy_withheld": _ALCHEMY, "alchemy_composition": _ALCHEMY, "alchemy_decomposition": _ALCHEMY,
          "modarith": ("modulus", "train_frac")}
 
@@ -28,7 +28,8 @@ def make_task(name: str, seed: int = 0, **options):
             raise ConfigError(k, v, f"an option of another task (task {name} takes: {takes})")
     if name.startswith("alchemy_"):
         return AlchemyTask(name[len("alchemy_"):], given.get("hops"), seed, given.get("chemistries"),
-                           bool(given.get("ablation", False)), given.get("query_end", "io"))
+                           bool(given.get("ablation", False)), given.get("query_end", "io"),
+                           given.get("input_format", "tokens"))
     if name == "modarith":
         return ModularAdditionTask(given.get("modulus", 67), given.get("train_frac", 0.4), seed)
     if name.startswith("scan_"):

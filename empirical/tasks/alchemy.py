@@ -11,7 +11,9 @@ Three variants, each from complete-graph chemistries (`alchemy_chemistry.py`):
 An example is the support followed by one query: each stone is 4 tokens (colour, size,
 roundness, reward), an item is stone, potion token(s), <io>, stone, items are joined by
 <item_sep>, and the query's stone and potions come last, closed by <io> (`query_end` io; the
-authors' code ends the query at its potion: `query_end` potion). The target is the
+authors' code ends the query at its potion: `query_end` potion). With `input_format`
+stone_states (a variation the authors' code supports) each stone is one token, its reward bound
+in (one of 108 stone tokens after the base vocabulary), so the reward needs no look-up. The target is the
 output stone as one of 108 = 3 * 3 * 3 * 4 classes. Every query carries what the events
 need: the chemistry's 8 stones (event A), the face the query potion moves stones onto
 (withheld and decomposition) or the stones reachable from the start in h hops
@@ -29,6 +31,7 @@ from .base import Split, TaskData
 
 VARIANTS = ("withheld", "composition", "decomposition")
 QUERY_ENDS = ("io", "potion")
+INPUT_FORMATS = ("tokens", "stone_states")
 QUERIES_PER_CHEMISTRY = {"withheld": 8, "composition": 48, "decomposition": 24}
 HOPS = (2, 3, 4, 5)
 SPECIALS = ("<pad>", "<sos>", "<eos>", "<io>", "<item_sep>", "<unk>")
@@ -44,9 +47,20 @@ def stone_class(chem: Chemistry, latent) -> int:
     return ((c * 3 + s) * 3 + r) * 4 + REWARDS.index(int(sum(latent)))
 
 
-def stone_tokens(chem: Chemistry, latent) -> list[int]:
+STONE_TOKEN0 = len(VOCAB)                    # stone_states: stone class k is token STONE_TOKEN0 + k
+HIDDEN_REWARD0 = STONE_TOKEN0 + N_CLASSES   # and with its reward hidden (ablation), HIDDEN_REWARD0 + k // 4
+
+
+def stone_tokens(chem: Chemistry, latent, input_format: str = "tokens") -> list[int]:
+    """A stone's tokens: colour, size, roundness, reward; or one stone token (stone_states)."""
+    if input_format == "stone_states":
+        return [STONE_TOKEN0 + stone_class(chem, latent)]
     p = chem.perceived(latent)
     return [TOKEN[FEATURE_VALUES[k][v + 1]] for k, v in enumerate(p)] + [TOKEN[str(int(sum(latent)))]]
+
+
+def vocab_size(input_format: str) -> int:
+    return len(VOCAB) + (N_CLASSES + N_CLASSES // 4 if input_format == "stone_states" else 0)
 
 
 def self_avoiding_paths(chem: Chemistry, start, hops: int) -> list[tuple[tuple[str, ...], tuple]]:
@@ -123,8 +137,17 @@ def make_episode(chem: Chemistry, variant: str, hops: int | None, rng: np.random
 REWARD_TOKENS = tuple(TOKEN[str(r)] for r in REWARDS)
 
 
-def ablated_splits(split: Split) -> dict:
-    """The split with reward tokens replaced by <unk>: the query stone's only, or all of them."""
+def ablated_splits(split: Split, input_format: str = "tokens") -> dict:
+    """The split with reward tokens replaced by <unk>: the query stone's only, or all of them
+    (stone_states: each stone token replaced by its reward-free token)."""
+    if input_format == "stone_states":
+        is_stone = (split.inputs >= STONE_TOKEN0) & (split.inputs < HIDDEN_REWARD0)
+        hidden = np.where(is_stone, HIDDEN_REWARD0 + (split.inputs - STONE_TOKEN0) // 4, split.inputs)
+        last = np.where(is_stone, np.arange(split.inputs.shape[1])[None, :], -1).max(axis=1)
+        query = split.inputs.copy()
+        query[np.arange(len(query)), last] = hidden[np.arange(len(query)), last]
+        return {"test_ablate_query": Split(query, split.targets, split.extra),
+                "test_ablate_rewards": Split(hidden, split.targets, split.extra)}
     is_reward = np.isin(split.inputs, REWARD_TOKENS)
     real = np.arange(split.inputs.shape[1])[None, :] < split.extra["lengths"][:, None]
     all_r = np.where(is_reward & real, TOKEN["<unk>"], split.inputs)
@@ -135,20 +158,21 @@ def ablated_splits(split: Split) -> dict:
             "test_ablate_rewards": Split(all_r, split.targets, split.extra)}
 
 
-def encode_support(ep: Episode) -> list[int]:
+def encode_support(ep: Episode, input_format: str = "tokens") -> list[int]:
     """Token ids of the support items, each closed by <item_sep>."""
-    stone = {corner(i): stone_tokens(ep.chemistry, corner(i)) for i in range(8)}
+    stone = {corner(i): stone_tokens(ep.chemistry, corner(i), input_format) for i in range(8)}
     toks: list[int] = []
     for s, potions, e in ep.support:
         toks += stone[tuple(s)] + [TOKEN[p] for p in potions] + [TOKEN["<io>"]] + stone[tuple(e)] + [TOKEN["<item_sep>"]]
     return toks
 
 
-def encode(ep: Episode, q: Query, support: list[int] | None = None, query_end: str = "io") -> list[int]:
+def encode(ep: Episode, q: Query, support: list[int] | None = None, query_end: str = "io",
+           input_format: str = "tokens") -> list[int]:
     """Token ids of the support followed by one query (closed by <io> unless query_end is potion)."""
-    support = encode_support(ep) if support is None else support
+    support = encode_support(ep, input_format) if support is None else support
     close = [TOKEN["<io>"]] if query_end == "io" else []
-    return support + stone_tokens(ep.chemistry, q.start) + [TOKEN[p] for p in q.potions] + close
+    return support + stone_tokens(ep.chemistry, q.start, input_format) + [TOKEN[p] for p in q.potions] + close
 
 
 def support_and_query(split: Split):
@@ -168,8 +192,14 @@ def query_answers(data, name, split) -> list[int]:
     out = []
     for (_, query), cid in zip(support_and_query(split), split.extra["chemistry"].tolist()):
         chem = Chemistry.from_id(cid)
-        latent = next(corner(i) for i in range(8) if stone_tokens(chem, corner(i))[:3] == query[:3])
-        for tok in query[4:]:
+        if query[0] >= STONE_TOKEN0:        # stone_states: one token, its reward possibly hidden
+            k = query[0] - STONE_TOKEN0 if query[0] < HIDDEN_REWARD0 else 4 * (query[0] - HIDDEN_REWARD0)
+            latent = next(corner(i) for i in range(8) if stone_class(chem, corner(i)) // 4 == k // 4)
+            potions = query[1:]
+        else:
+            latent = next(corner(i) for i in range(8) if stone_tokens(chem, corner(i))[:3] == query[:3])
+            potions = query[4:]
+        for tok in potions:
             latent = chem.apply(latent, potion_of[tok])
         out.append(stone_class(chem, latent))
     return out
@@ -196,10 +226,13 @@ class AlchemyTask:
     max_chemistries: int | None = None
     ablation: bool = False
     query_end: str = "io"
+    input_format: str = "tokens"
 
     def __post_init__(self):
         if self.query_end not in QUERY_ENDS:
             raise ConfigError("query_end", self.query_end, "one of " + ", ".join(QUERY_ENDS))
+        if self.input_format not in INPUT_FORMATS:
+            raise ConfigError("input_format", self.input_format, "one of " + ", ".join(INPUT_FORMATS))
         if self.variant not in VARIANTS:
             raise ConfigError("task", self.variant, "one of " + ", ".join(VARIANTS))
         if self.variant == "withheld" and self.hops is not None:
@@ -235,9 +268,9 @@ class AlchemyTask:
         seqs, targets, stones, b_sets, chem_ids = [], [], [], [], []
         for ep in eps:
             eight = [stone_class(ep.chemistry, corner(i)) for i in range(8)]
-            support = encode_support(ep)
+            support = encode_support(ep, self.input_format)
             for q in ep.queries:
-                seqs.append(encode(ep, q, support, self.query_end))
+                seqs.append(encode(ep, q, support, self.query_end, self.input_format))
                 targets.append(stone_class(ep.chemistry, q.end))
                 stones.append(eight)
                 b = q.reachable if self.variant == "composition" else q.face
@@ -273,7 +306,7 @@ class AlchemyTask:
         eps = self.episodes() if episodes is None else episodes
         splits = {name: self._split(e) for name, e in eps.items()}
         if self.ablation:
-            splits.update(ablated_splits(splits["test"]))
-        return TaskData(self.name, len(VOCAB), max(s.inputs.shape[1] for s in splits.values()), splits,
+            splits.update(ablated_splits(splits["test"], self.input_format))
+        return TaskData(self.name, vocab_size(self.input_format), max(s.inputs.shape[1] for s in splits.values()), splits,
                         {"chance": 1.0 / N_CLASSES, "n_classes": N_CLASSES, "variant": self.variant,
                          "hops": self.hops, "chemistries": {k: [ep.chemistry.id for ep in v] for k, v in eps.items()}})
