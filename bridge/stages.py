@@ -220,26 +220,31 @@ def register(p):
     p.set_defaults(handler=cmd_stages)
 
 
-def plasticity_configs(base: dict, component: str, freeze_steps, seeds, branch: bool = True) -> dict:
+def plasticity_configs(base: dict, component: str, freeze_steps, seeds, branch: bool = True,
+                       freeze_optimizer: str | None = None) -> dict:
     """{(t_f or None for the baseline, seed): config}: baselines from the flat config `base` (with
-    a checkpoint at every t_f when branching) and the runs frozen from each t_f (`frozen_configs`)."""
+    a checkpoint at every t_f when branching, beside those it asks for) and the runs frozen from
+    each t_f (`frozen_configs`)."""
     from ..empirical.sweep import config_from_flat
-    points = sorted({int(tf) for tf in freeze_steps if tf >= 1}) if branch else []
+    points = sorted({int(tf) for tf in freeze_steps if tf >= 1} | set(base.get("checkpoints") or ())) if branch else []
     baselines = {s: config_from_flat({**base, "seed": s, **({"checkpoints": points} if points else {})}) for s in seeds}
-    return frozen_configs(baselines, component, freeze_steps)
+    return frozen_configs(baselines, component, freeze_steps, freeze_optimizer=freeze_optimizer)
 
 
-def frozen_configs(baselines: dict, component: str, freeze_steps, branch: bool = True) -> dict:
+def frozen_configs(baselines: dict, component: str, freeze_steps, branch: bool = True,
+                   freeze_optimizer: str | None = None) -> dict:
     """{(None, seed): baseline} and, per t_f and seed, the baseline with `component` frozen from
     t_f on: branched from the baseline's checkpoint at t_f where it has one (and `branch`), else
-    trained from step 0."""
+    trained from step 0; `freeze_optimizer` (keep / rebuild) for the frozen runs only, where the
+    baseline's own is not the one wanted (a baseline without freezes is the same run either way)."""
     from dataclasses import replace
     cfgs = {(None, s): b for s, b in baselines.items()}
     for tf in freeze_steps:
         tf = int(tf)
         for s, b in baselines.items():
             cfgs[(tf, s)] = replace(b, checkpoints=(), freeze=b.freeze + ((component, tf),),
-                                    branch=f"{b.run_id()}@{tf}" if branch and tf in b.checkpoints else None)
+                                    branch=f"{b.run_id()}@{tf}" if branch and tf in b.checkpoints else None,
+                                    freeze_optimizer=freeze_optimizer or b.freeze_optimizer)
     return cfgs
 
 

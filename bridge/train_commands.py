@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..empirical import RunStore, TrainConfig, train
-from ..empirical.config import DEVICES
+from ..empirical.config import DEVICES, PRECISIONS
 from ..empirical.interventions import DECAY_FORMS, PLACEMENTS
 from ..empirical.models import DECAY_SETS, INITS
 from ..empirical.models.transformer import LAYER_INITS
@@ -75,6 +75,9 @@ def add_training_args(p):
     p.add_argument("--eval-max", type=int, default=None, metavar="N",
                    help="score each split on at most N examples (a fixed seeded subset; default all)")
     p.add_argument("--device", choices=DEVICES, default="cpu")
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                   help="bf16: the forward and backward passes under bf16 autocast (weights and Adam in fp32); a"
+                        " speed option: benchmarks/bench_alchemy.py measures it, compare its curves with fp32")
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads for this run (1: small models are fastest on one thread, and a"
                         " busy machine does not oversubscribe)")
@@ -104,7 +107,8 @@ def config_from_args(args, task: str) -> TrainConfig:
             "clip": args.clip, "dropout": args.dropout,
             "wd": args.wd, "wd_window": args.wd_window, "budget_placement": args.budget_placement,
             "budget": args.budget, "width": args.width, "freeze": args.freeze, "seed": args.seed,
-            "eval_every": args.eval_every, "eval_max": args.eval_max, "device": args.device, "checkpoints": tuple(args.checkpoints or ()),
+            "eval_every": args.eval_every, "eval_max": args.eval_max, "device": args.device,
+            "precision": args.precision, "checkpoints": tuple(args.checkpoints or ()),
             "freeze_optimizer": args.freeze_optimizer,
             "branch": args.branch}
     if args.budget_placement is not None and args.wd_window:

@@ -17,6 +17,7 @@ OPTIMIZERS = ("adamw", "sgd")
 LR_SCHEDULES = ("constant", "cosine")
 FREEZE_OPTIMIZER = ("keep", "rebuild")
 DEVICES = ("cpu", "cuda")
+PRECISIONS = ("fp32", "bf16")   # bf16: forward and backward under torch.autocast (weights and Adam stay fp32)
 CONFIG_VERSION = 1
 # Fields added after version 1, with the value every earlier run had: the run id hashes them
 # only when they differ from it, so runs stored before they existed keep their ids and meaning.
@@ -24,7 +25,7 @@ ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices", "freeze_se
                   "lr_schedule": "constant", "lr_final": 0.0, "clip": None, "checkpoints": [], "branch": None,
                   "freeze_optimizer": "keep", "eval_max": None,
                   "hops": None, "chemistries": None, "ablation": None, "modulus": None, "train_frac": None,
-                  "query_end": None, "input_format": None}
+                  "query_end": None, "input_format": None, "precision": "fp32"}
 ADDED_MODEL_DEFAULTS = {"head_bias": False, "norm": "pre", "positions": "learned", "embed_scale": False,
                         "dropout": 0.0, "activation": "gelu", "layer_init": "independent"}
 
@@ -87,6 +88,7 @@ class TrainConfig:
     eval_every: int = 100
     eval_max: int | None = None   # evaluate each split on at most this many examples (a fixed seeded subset)
     device: str = "cpu"
+    precision: str = "fp32"    # bf16: autocast the forward and backward passes (a speed option; measure it first)
 
     def __post_init__(self):
         for f in ("lr", "momentum"):
@@ -144,6 +146,8 @@ class TrainConfig:
             raise ConfigError("eval_max", em, "a positive number of examples per split, or None (all)")
         if self.device not in DEVICES:
             raise ConfigError("device", self.device, "one of " + ", ".join(DEVICES))
+        if self.precision not in PRECISIONS:
+            raise ConfigError("precision", self.precision, "one of " + ", ".join(PRECISIONS))
         self.schedule()  # validates the windows against the training length
         if self.decay_form not in DECAY_FORMS:
             raise ConfigError("decay_form", self.decay_form, "one of " + ", ".join(DECAY_FORMS))
@@ -191,6 +195,15 @@ class TrainConfig:
 
     def task_options(self) -> dict:
         return {k: getattr(self, k) for k in TASK_OPTIONS}
+
+    def autocast(self):
+        """The context the forward and backward passes run in: bf16 autocast, or nothing."""
+        import contextlib
+
+        import torch
+        if self.precision == "bf16":
+            return torch.autocast(device_type=self.device, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
 
     def lr_at(self, step: int) -> float:
         """The learning rate of step `step` (0-based)."""

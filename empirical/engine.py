@@ -43,9 +43,10 @@ EVAL_BATCH = 4096        # examples per stacked evaluation forward, all members 
 def pack_key(cfg: TrainConfig) -> str | None:
     """Configs with equal keys can train as one pack; None: this one trains alone (branches,
     checkpoints, clipping, dropout, the second-moment interventions (held v, adam_scaled decay),
-    or a task whose examples vary in shape)."""
+    bf16 autocast, or a task whose examples vary in shape)."""
     if (cfg.task not in PACK_TASKS or cfg.branch or cfg.checkpoints or cfg.clip is not None
-            or cfg.freeze_second_moment is not None or cfg.model.dropout > 0 or cfg.decay_form == "adam_scaled"):
+            or cfg.freeze_second_moment is not None or cfg.model.dropout > 0 or cfg.decay_form == "adam_scaled"
+            or cfg.precision != "fp32"):
         return None
     d = cfg.resolved()
     for k in PACK_FREE:

@@ -1,6 +1,7 @@
 """The training loop: one TrainConfig in, one Run (config, tidy metrics, summary, env) out."""
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import os
@@ -67,15 +68,19 @@ def eval_splits(cfg: TrainConfig, data) -> dict:
 
 
 def log_metrics(model, splits: dict, step: int, device, rows: list, mechanism: dict | None = None,
-                scores: dict | None = None, weights: dict | None = None) -> dict:
+                scores: dict | None = None, weights: dict | None = None, autocast=None) -> dict:
     """Evaluate every split (or take `scores`, {split: evaluate_split's dict}, computed
     elsewhere), the weight metrics and per-group norms (or take `weights`, weight_metrics'
     dict), and (when given) the decay's share of the update (split 'optim'); append tidy
-    rows; return a flat dict."""
+    rows; return a flat dict. `autocast`: the context the splits are scored in (bf16 runs)."""
     model.eval()
     flat = {}
     for name, split in splits.items():
-        got = scores[name] if scores is not None else evaluate_split(model, split, device)
+        if scores is not None:
+            got = scores[name]
+        else:
+            with (autocast() if autocast is not None else contextlib.nullcontext()):   # the weight metrics stay fp32
+                got = evaluate_split(model, split, device)
         for metric, value in got.items():
             rows.append((step, name, metric, value))
             flat[f"{name}_{metric}"] = value
@@ -157,7 +162,7 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
         torch.set_rng_state(start["torch_rng"])
         perm, ptr, rows, last = start["perm"].to(torch.int64), start["ptr"], list(start["rows"]), start["last"]
     else:
-        last = log_metrics(model, scored, 0, device, rows)
+        last = log_metrics(model, scored, 0, device, rows, autocast=cfg.autocast)
     status, error, t0, done_steps = "complete", None, time.perf_counter(), first
     saver, wall_before = ResumeWriter(resume, save_every), (saved or {}).get("wall", 0.0)
     checkpoints.update((saved or {}).get("checkpoints", {}))
@@ -168,7 +173,8 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
             perm, ptr = torch.randperm(n, generator=gen), 0
         idx = perm[ptr:ptr + B].to(device)
         ptr += B
-        loss = batch_loss(model, x[idx], y[idx], None if lengths is None else lengths[idx])
+        with cfg.autocast():
+            loss = batch_loss(model, x[idx], y[idx], None if lengths is None else lengths[idx])
         if not math.isfinite(loss.item()):
             status, error = "diverged", f"non-finite training loss at step {step}"
             break
@@ -196,7 +202,7 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
             apply_adam_scaled_decay(decayed, opt, lr, float(lam[step]), skip=frozen)
         if evaluate:
             mech = decay_mechanism(opt, decayed, lr, float(lam[step]), cfg.decay_form, ce_sq)
-            last = log_metrics(model, scored, step + 1, device, rows, mech)
+            last = log_metrics(model, scored, step + 1, device, rows, mech, autocast=cfg.autocast)
             if on_steps is not None:
                 on_steps(step + 1 - done_steps)
                 done_steps = step + 1

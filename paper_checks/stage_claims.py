@@ -54,6 +54,18 @@ def _spearman_with_censoring(hops, times, end) -> float:
     return float(spearmanr(hops, t).statistic) if np.ptp(t) > 0 else 0.0
 
 
+def size_flat(size: str, variant: str, hops: int | None = None, paper_epochs: int = PAPER_EPOCHS,
+              **overrides) -> dict:
+    """A check's flat config at a size: `paper_epochs` at paper size; at the authors' size 150
+    epochs with a checkpoint every 10 (the plasticity check branches from them); else the size's steps."""
+    epochs = paper_epochs if size == "paper" else AUTHORS_EPOCHS if size == "authors" else None
+    flat = alchemy_flat(size, variant, hops, epochs, **overrides)
+    if size == "authors":
+        per = flat["steps"] // AUTHORS_EPOCHS
+        flat["checkpoints"] = [per * k for k in range(CHECKPOINT_EPOCHS, AUTHORS_EPOCHS, CHECKPOINT_EPOCHS)]
+    return flat
+
+
 def _no_decay_scaling(wd_scale: float) -> None:
     if wd_scale != 1.0:
         raise ConfigError("wd_scale", wd_scale, "1 for the Alchemy checks (a size's own decay is part of the size)")
@@ -93,13 +105,8 @@ class StageCheck:
         seeds = _seed_count(size, seeds, self.seeds)
         out = {}
         for name, c in self.conditions.items():
-            epochs = self.paper_epochs.get(name, PAPER_EPOCHS) if size == "paper" else \
-                AUTHORS_EPOCHS if size == "authors" else None
-            flat = alchemy_flat(size, c["variant"], c.get("hops"), epochs, **c.get("overrides", {}),
-                                **({"input_format": input_format} if input_format else {}))
-            if size == "authors":      # checkpoints every 10 epochs: the plasticity check branches from them
-                per = flat["steps"] // AUTHORS_EPOCHS
-                flat["checkpoints"] = [per * k for k in range(CHECKPOINT_EPOCHS, AUTHORS_EPOCHS, CHECKPOINT_EPOCHS)]
+            flat = size_flat(size, c["variant"], c.get("hops"), self.paper_epochs.get(name, PAPER_EPOCHS),
+                             **c.get("overrides", {}), **({"input_format": input_format} if input_format else {}))
             if "lr_final_fraction" in c:      # a cosine that ends at this fraction of the size's lr
                 flat.update(lr_schedule="cosine", lr_final=c["lr_final_fraction"] * flat["lr"])
             for s in range(seeds):
@@ -302,7 +309,7 @@ class PlasticityCheck:
 
     def stage(self, size: str) -> tuple[str, str]:
         """(metric, detection method) of the stage whose delay is measured at `size`."""
-        return (self.metric, "threshold") if size == "paper" else self.small_stage
+        return (self.metric, "threshold") if size in ("paper", "authors") else self.small_stage
 
     def plan(self, size: str, seeds: int | None = None, points: int | None = None):
         """(flat config, freeze steps, components, seeds, grid spacing); `points` freeze steps
@@ -311,10 +318,18 @@ class PlasticityCheck:
         points = self.points if points is None else points
         if isinstance(points, bool) or not isinstance(points, int) or points < 1:
             raise ConfigError("freeze_points", points, "a whole number of freeze steps >= 1")
-        flat = {**alchemy_flat(size, "withheld", None, PAPER_EPOCHS if size == "paper" else None),
-                "freeze_optimizer": "rebuild"}          # the paper's protocol: a fresh optimizer over the rest
-        every = flat["steps"] // (points + 1)
-        grid = [every * k for k in range(1, points + 1)]
+        if size == "authors":       # the S1 run itself is the baseline; freezes branch from its checkpoints
+            flat = size_flat(size, "withheld")
+            ckpts = flat["checkpoints"]
+            grid = [ckpts[round(i * (len(ckpts) - 1) / max(1, points - 1))] for i in range(points)] \
+                if points > 1 else [ckpts[0]]
+            grid = sorted(set(grid))
+            every = ckpts[0]
+        else:
+            flat = {**alchemy_flat(size, "withheld", None, PAPER_EPOCHS if size == "paper" else None),
+                    "freeze_optimizer": "rebuild"}          # the paper's protocol: a fresh optimizer over the rest
+            every = flat["steps"] // (points + 1)
+            grid = [every * k for k in range(1, points + 1)]
         comps = ["embedding"] + [f"layer{i}" for i in range(flat.get("layers", 2))]
         return flat, grid, comps, range(n_seeds), every
 
@@ -323,7 +338,8 @@ class PlasticityCheck:
         """Runs of the plan not yet stored (baselines with their checkpoints, and every branch)."""
         from ..bridge.stages import plasticity_configs
         flat, grid, comps, seed_range, _ = self.plan(size, seeds, points)
-        cfgs = {c.run_id(): c for comp in comps for c in plasticity_configs(flat, comp, grid, seed_range).values()}
+        cfgs = {c.run_id(): c for comp in comps
+                for c in plasticity_configs(flat, comp, grid, seed_range, freeze_optimizer="rebuild").values()}
         return sum(store.status(rid) is None for rid in cfgs)
 
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True, train: bool = True,
@@ -337,7 +353,8 @@ class PlasticityCheck:
         metric, method = self.stage(size)
         rows, windows, last, reached, finals = [], {}, {}, [], []
         for comp in comps:
-            per_run, table = plasticity_window(plasticity_configs(flat, comp, grid, seed_range), store, metric,
+            per_run, table = plasticity_window(plasticity_configs(flat, comp, grid, seed_range, freeze_optimizer="rebuild"),
+                                               store, metric,
                                                "test", every, 3, executor, train, progress, method)
             base = per_run[per_run.freeze_step.isna()] if len(per_run) else per_run
             reached = [float(np.isfinite(t)) for t in base.get("stage_step", [])]

@@ -166,3 +166,47 @@ def test_stone_states_ablation_hides_each_stones_reward():
     assert ((one != shown).sum(axis=1) == 1).all()
     assert query_answers(data, "test_ablate_query", data.splits["test_ablate_query"]) == \
         data.splits["test"].targets.tolist()
+
+
+def test_bf16_autocast_is_an_option_that_changes_only_its_own_runs():
+    """precision bf16: the model's matmuls run in bf16 (torch's autocast, checked on a Linear's
+    output), the logged scores stay fp32, the run repeats exactly, fp32 configs keep their ids,
+    and such a run trains alone (no packs)."""
+    from critwin.empirical.engine import pack_key
+    cfg = tiny_authors(dropout=0.0)
+    bf = cfg.__class__(**{**cfg.__dict__, "precision": "bf16"})
+    assert "precision" not in cfg.identity() and bf.run_id() != cfg.run_id()
+    model, data = initial_model(bf)
+    seen = []
+    model.blocks[0].attn.q.register_forward_hook(lambda mod, inp, out: seen.append(out.dtype))
+    x = torch.as_tensor(data.splits["train"].inputs[:4])
+    with bf.autocast():
+        model(x)
+    with cfg.autocast():
+        model(x)
+    assert seen == [torch.bfloat16, torch.float32]
+    a, b = train(bf, progress=False), train(bf, progress=False)
+    assert a.metrics.equals(b.metrics) and a.summary["status"] == "complete"
+    assert not np.allclose(a.metrics.value, train(cfg, progress=False).metrics.value, rtol=1e-6, equal_nan=True)
+    plain = TrainConfig(steps=20, eval_every=10)
+    assert pack_key(plain) is not None and pack_key(plain.__class__(**{**plain.__dict__, "precision": "bf16"})) is None
+    with pytest.raises(ConfigError, match="precision"):
+        TrainConfig(precision="fp16")
+
+
+def test_the_gpu_job_runs_its_checks_on_the_cpu_at_a_tiny_size(tmp_path):
+    """paper_checks/gpu_alchemy.py at --size quick on the CPU: both checks judged, a summary written."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = Path(__file__).resolve().parents[1] / "paper_checks" / "gpu_alchemy.py"
+    r = subprocess.run([sys.executable, str(script), "--out", str(tmp_path), "--size", "quick", "--device", "cpu",
+                        "--workers", "1", "--freeze-points", "2", "--deadline", "400"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "gpu_alchemy.json").read_text())
+    verdicts = {x["id"]: x["verdict"] for x in summary["results"]}
+    assert set(verdicts) == {"S6", "S1"} and not any(v.startswith(("error", "not run", "stopped")) for v in
+                                                    verdicts.values()), verdicts
+    assert "incomplete" not in verdicts["S1"] and (tmp_path / "results").is_dir()

@@ -20,8 +20,8 @@ def evaluate_split(model, split, device, batch: int = 4096) -> dict:
     y = torch.as_tensor(split.targets, device=device)
     lengths = split.extra.get("lengths")
     lengths = None if lengths is None else torch.as_tensor(lengths, device=device)
-    logits = torch.cat([model(x[i:i + batch], None if lengths is None else lengths[i:i + batch])
-                        for i in range(0, len(x), batch)])
+    logits = torch.cat([model(x[i:i + batch], None if lengths is None else lengths[i:i + batch]).float()
+                        for i in range(0, len(x), batch)])       # float: scores in fp32 under bf16 autocast too
     return split_scores(logits, y, split, device)
 
 

@@ -1,0 +1,65 @@
+"""The Alchemy set for a lent GPU: S6 (plasticity by freezing, branched from the S1 run's
+checkpoints) and S1 (stage order) at the authors' recipe, within a deadline.
+
+S6 trains its baseline (the S1 run itself at --size authors) and then the frozen branches, several
+processes sharing the GPU (--workers); S1 is then judged from the same baseline (at other sizes its
+run differs from S6's baseline and is trained).
+A run cut by the deadline keeps its resume state in OUT/store: the same command continues it.
+
+Run: python3 paper_checks/gpu_alchemy.py --out OUT [--size authors] [--device cuda] [--workers 8]
+     [--seeds 1] [--freeze-points 3] [--deadline 540]
+(On a CPU, `--size quick --device cpu --workers 1` runs the same machinery in about a minute.)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def check(ids: str, args, extra: list, deadline: float) -> dict:
+    """One `critwin check` into OUT; its JSON, or the reason it stopped."""
+    left = deadline - time.time()
+    if left < 5:
+        return {"id": ids, "verdict": "not run: deadline reached"}
+    cmd = [sys.executable, "-m", "critwin.bridge.cli", "check", ids, "--size", args.size, "--device", args.device,
+           "--seeds", str(args.seeds), "--store", str(args.out / "store"), "--results", str(args.out / "results"),
+           "--workers", str(args.workers), "--no-progress", "--json", *extra]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
+    except subprocess.TimeoutExpired:
+        return {"id": ids, "verdict": "stopped at the deadline (runs keep their resume states)"}
+    if r.returncode not in (0, 1):
+        return {"id": ids, "verdict": f"error: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}"}
+    out = json.loads(r.stdout)
+    return {"id": ids, "verdict": out["verdict"], "rows": out.get("rows", [])}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--size", default="authors")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--workers", type=int, default=8)
+    ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--freeze-points", type=int, default=3)
+    ap.add_argument("--deadline", type=float, default=540.0, help="seconds for the whole job")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    deadline = t0 + args.deadline
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = [check("S6", args, ["--freeze-points", str(args.freeze_points)], deadline),
+               check("S1", args, [], deadline)]      # at the authors' size its run is S6's baseline: stored already
+    summary = {"size": args.size, "device": args.device, "seconds": time.time() - t0, "results": results}
+    (args.out / "gpu_alchemy.json").write_text(json.dumps(summary, indent=1))
+    for r in results:
+        print(f"{r['id']}: {r['verdict']}")
+    print(f"{summary['seconds']:.0f} s; results in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
