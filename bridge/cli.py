@@ -57,7 +57,7 @@ GROUPS = {
                "register", None),
     "plasticity": ("freeze a component from each step t_f: how much later a stage comes (the window)", None,
                    "stages", "register_plasticity", None),
-    "freeze-sweep": ("the same command as plasticity (its name in the Alchemy issue): freeze branches of a"
+    "freeze-sweep": ("the same command as plasticity, under another name: freeze branches of a"
                      " baseline and their delays", None, "stages", "register_plasticity", None),
     "tasks": ("property-test task generators (the testing kit)", None, "task_commands", "register", "COMMAND"),
     "phase": ("final OOD over decay strength x window onset x gamma, with predicted windows",

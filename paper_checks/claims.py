@@ -1,4 +1,4 @@
-"""The checks, one per claim (ids as in specs/claims.md). Values are the papers'."""
+"""The checks, one per headline claim of the two papers (ids W1-W12, S1-S6). Values are the papers'."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""The Alchemy checks S1-S6 (claims.md): stage order, the reward shortcut, hop-count
+"""The Alchemy checks S1-S6 (claims.py): stage order, the reward shortcut, hop-count
 (in)variance, hyper-parameter sensitivity, plasticity windows. Each trains its conditions at a named size (quick, cpu,
 paper; empirical/presets.py), reads the held-out event curves, and judges rows with the same
 verdict rule as every other check. Stage times follow the paper's rule (0.95 for A, 0.90
