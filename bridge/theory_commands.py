@@ -200,11 +200,17 @@ def cmd_schedule(args):
     final = {k: float(v[-1]) for k, v in traj.items() if k in ("m", "r", "x", "rho", "reasoning_fraction")}
     bad = [i for i in range(len(steps)) if not all(np.isfinite(traj[k][i]) for k in final)]
     diverged = f"diverged: non-finite state from step {int(steps[bad[0]])} (try a smaller --eta)" if bad else None
-    payload = {"setting": s.to_dict(), "engine": args.engine, "schedule": sched.to_dict(), "diverged": diverged,
-               "schedule_text": sched.describe(), "budget": sched.integral(), **final,
+    flow = args.engine in ("reduced", "full")
+    form = "decoupled = l2 (one equation under gradient flow)" if flow else args.decay_form
+    payload = {"setting": s.to_dict(), "engine": args.engine, "decay_form": form, "schedule": sched.to_dict(),
+               "diverged": diverged, "schedule_text": sched.describe(), "budget": sched.integral(), **final,
                "trajectory": {"step": steps, **traj}}
     text = [f"schedule: {sched.describe()} over {sched.total} steps (budget {sched.integral():g});"
-            f" engine {args.engine}", format_table([{"gamma": s.gamma, **final}])]
+            f" engine {args.engine}; decay {form}", format_table([{"gamma": s.gamma, **final}])]
+    if flow and args.decay_form != "decoupled":
+        text.append(f"note: --decay-form {args.decay_form} changes nothing on the {args.engine} engine: under gradient"
+                    " flow a penalty lambda/2 |theta|^2 in the loss and a decoupled shrink are the same term,"
+                    " -lambda theta (they differ only through a discrete optimizer: --engine gd, momentum, adamw)")
     if diverged:
         text.append(diverged)
     attach_figure(args, "schedule.png", lambda path: figures.plot_schedule(

@@ -11,6 +11,7 @@ from ..empirical.models.transformer import LAYER_INITS
 from ..empirical.presets import ALCHEMY_SIZES
 from ..empirical.sweep import config_from_flat
 from ..empirical.tasks.alchemy import INPUT_FORMATS, QUERY_ENDS
+from ..empirical.tasks.alchemy_chemistry import HELD_OUT_RULES
 from ..empirical.tasks.scan import SPLIT_SIZES as SCAN_SPLIT_SIZES
 from ..errors import ConfigError
 from .table import format_table
@@ -91,7 +92,7 @@ def task_keys(args) -> dict:
     return {"hops": getattr(args, "hops", None), "chemistries": getattr(args, "chemistries", None) or None,
             "modulus": getattr(args, "p", None), "train_frac": getattr(args, "train_frac", None),
             "ablation": getattr(args, "ablation", None) or None, "query_end": getattr(args, "query_end", None),
-            "input_format": getattr(args, "input_format", None)}
+            "input_format": getattr(args, "input_format", None), "held_out": getattr(args, "held_out", None)}
 
 
 def config_from_args(args, task: str) -> TrainConfig:
@@ -250,6 +251,9 @@ def register(sub):
                         " first (the authors' nn.TransformerEncoder). Default: the size's preset")
     p.add_argument("--betas", type=float, nargs=2, default=None, metavar=("B1", "B2"),
                    help="Adam's betas (default: the size's preset, else 0.9 0.98; the authors' code: 0.9 0.999)")
+    p.add_argument("--split", dest="held_out", choices=HELD_OUT_RULES, default=None,
+                   help="which chemistries are held out: toolkit (our seeded 165, default) or authors (the rule of"
+                        " the authors' code: their 165, of which 20 are ours)")
     p.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
                    help="tokens: 4 per stone (default); stone_states: one token per stone with its reward bound in"
                         " (a variation the authors' code supports)")

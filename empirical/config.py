@@ -25,7 +25,7 @@ ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices", "freeze_se
                   "lr_schedule": "constant", "lr_final": 0.0, "clip": None, "checkpoints": [], "branch": None,
                   "freeze_optimizer": "keep", "eval_max": None,
                   "hops": None, "chemistries": None, "ablation": None, "modulus": None, "train_frac": None,
-                  "query_end": None, "input_format": None, "precision": "fp32"}
+                  "query_end": None, "input_format": None, "held_out": None, "precision": "fp32"}
 ADDED_MODEL_DEFAULTS = {"head_bias": False, "norm": "pre", "positions": "learned", "embed_scale": False,
                         "dropout": 0.0, "activation": "gelu", "layer_init": "independent"}
 
@@ -63,6 +63,7 @@ class TrainConfig:
     ablation: bool | None = None     # Alchemy: also evaluate with reward tokens replaced by <unk>
     query_end: str | None = None     # Alchemy: io (None: the query closed by <io>) or potion (the authors' code)
     input_format: str | None = None  # Alchemy: tokens (None: 4 per stone) or stone_states (one per stone, a variation)
+    held_out: str | None = None      # Alchemy: toolkit (None: our seeded split) or authors (their code's rule)
     modulus: int | None = None       # modarith: p (None = 67)
     train_frac: float | None = None  # modarith: fraction of the p^2 pairs trained (None = 0.4)
     model: ModelConfig = ModelConfig()

@@ -29,14 +29,6 @@ def test_gradient_flow_agrees_with_small_step_gd(small_problem, small):
         np.testing.assert_allclose(gd[k][1:, 0], flow[k][:, 0], rtol=5e-3, atol=1e-3)
 
 
-def test_flow_is_deterministic(small_problem, small):
-    q = init_params(small_problem, small.gamma, [4])
-    a = integrate_flow(small_problem, q, Schedule.constant(0.1, 300), small.eta, [300])[1]
-    b = integrate_flow(small_problem, q, Schedule.constant(0.1, 300), small.eta, [300])[1]
-    for k in a:
-        np.testing.assert_array_equal(a[k], b[k])
-
-
 def test_decay_never_steps_over_a_window_edge(small_problem, small):
     """A short window between evaluation points still acts exactly once."""
     q = init_params(small_problem, small.gamma, [0, 0])

@@ -17,22 +17,6 @@ def test_budget_matched_have_equal_integral(a, b, budget, width, total):
     assert all(0 <= w[0] <= w[1] <= total for w in sa.windows)
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.floats(0, 1000), st.floats(0, 1), st.floats(0.1, 3))
-def test_zero_length_window_equals_no_decay(at, lam, gamma):
-    total = 1000
-    empty = Schedule.window(at, at, lam, total)
-    assert empty.windows == () and empty.integral() == 0
-    assert np.all(empty.value(np.arange(total)) == 0)
-    r = compute_rates(__import__("critwin").theory.StylisedSetting(d=8, keys=4, anchors=4, train_pairs=10),
-                      gamma)
-    args = (r.mu_m, r.mu_r, r.rho0, r.capacity)
-    _, a = simulate_reduced(*args, [empty], 1e-2, [0, 500, 1000])
-    _, b = simulate_reduced(*args, [Schedule.none(total)], 1e-2, [0, 500, 1000])
-    for k in a:
-        np.testing.assert_array_equal(a[k], b[k])
-
-
 def test_values_and_edges():
     s = Schedule(100, ((10, 20, 0.5), (50, 60, 1.0)))
     assert s.value(9) == 0 and s.value(10) == 0.5 and s.value(19.999) == 0.5 and s.value(20) == 0

@@ -11,8 +11,8 @@ TASKS = {"anchor_permutation": PermutationAnchorTask, "anchor_shift": ShiftAncho
          "alchemy_withheld": AlchemyTask, "alchemy_composition": AlchemyTask, "alchemy_decomposition": AlchemyTask,
          "modarith": ModularAdditionTask, "scan_add_prim_jump": ScanTask, "scan_length": ScanTask}
 # Task options beyond the seed (config fields, None = the task's default), and who takes them.
-TASK_OPTIONS = ("hops", "chemistries", "ablation", "modulus", "train_frac", "query_end", "input_format")
-_ALCHEMY = ("hops", "chemistries", "ablation", "query_end", "input_format")
+TASK_OPTIONS = ("hops", "chemistries", "ablation", "modulus", "train_frac", "query_end", "input_format", "held_out")
+_ALCHEMY = ("hops", "chemistries", "ablation", "query_end", "input_format", "held_out")
 TAKES = {"alchemy_withheld": _ALCHEMY, "alchemy_composition": _ALCHEMY, "alchemy_decomposition": _ALCHEMY,
          "modarith": ("modulus", "train_frac")}
 
@@ -29,7 +29,7 @@ def make_task(name: str, seed: int = 0, **options):
     if name.startswith("alchemy_"):
         return AlchemyTask(name[len("alchemy_"):], given.get("hops"), seed, given.get("chemistries"),
                            bool(given.get("ablation", False)), given.get("query_end", "io"),
-                           given.get("input_format", "tokens"))
+                           given.get("input_format", "tokens"), given.get("held_out", "toolkit"))
     if name == "modarith":
         return ModularAdditionTask(given.get("modulus", 67), given.get("train_frac", 0.4), seed)
     if name.startswith("scan_"):

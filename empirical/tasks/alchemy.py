@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import ConfigError
-from .alchemy_chemistry import FEATURE_VALUES, PAIRS, POTIONS, REWARDS, Chemistry, corner, split_chemistries
+from .alchemy_chemistry import (FEATURE_VALUES, HELD_OUT_RULES, PAIRS, POTIONS, REWARDS, Chemistry, corner,
+                                held_out_split)
 from .base import Split, TaskData
 
 VARIANTS = ("withheld", "composition", "decomposition")
@@ -215,7 +216,8 @@ def query_potion_in_support(data, name, split) -> list[bool]:
 class AlchemyTask:
     """One Alchemy variant; `hops` for composition and decomposition (2..5), none for withheld.
 
-    Training and held-out chemistries are the seeded 1,371 / 165 split of the complete ones;
+    Training and held-out chemistries are the seeded 1,371 / 165 split of the complete ones
+    (`held_out` toolkit), or the authors' own rule (`held_out` authors, `authors_split`);
     `max_chemistries` caps each split (a CPU-scale option; None = all). With `ablation`, two
     more evaluation splits hold the held-out queries with the query stone's reward token, or
     every reward token, replaced by <unk> (`test_ablate_query`, `test_ablate_rewards`)."""
@@ -227,8 +229,11 @@ class AlchemyTask:
     ablation: bool = False
     query_end: str = "io"
     input_format: str = "tokens"
+    held_out: str = "toolkit"       # which chemistries are held out: ours, or the authors' rule
 
     def __post_init__(self):
+        if self.held_out not in HELD_OUT_RULES:
+            raise ConfigError("held_out", self.held_out, "one of " + ", ".join(HELD_OUT_RULES))
         if self.query_end not in QUERY_ENDS:
             raise ConfigError("query_end", self.query_end, "one of " + ", ".join(QUERY_ENDS))
         if self.input_format not in INPUT_FORMATS:
@@ -249,7 +254,7 @@ class AlchemyTask:
 
     def episodes(self) -> dict:
         """{'train': [Episode], 'test': [Episode]}, deterministic under the seed."""
-        train, test = split_chemistries(self.seed)
+        train, test = held_out_split(self.held_out, self.seed)
         out = {}
         for k, (name, chems) in enumerate((("train", train), ("test", test))):
             rng = np.random.default_rng(np.random.SeedSequence([self.seed, 3, k]))
@@ -261,7 +266,7 @@ class AlchemyTask:
 
     def train_size(self) -> int:
         """Training queries, without generating them (chemistries in the split x queries each)."""
-        n = len(split_chemistries(self.seed)[0])
+        n = len(held_out_split(self.held_out, self.seed)[0])
         return min(n, self.max_chemistries or n) * QUERIES_PER_CHEMISTRY[self.variant]
 
     def _split(self, eps: list[Episode]) -> Split:

@@ -267,6 +267,61 @@ def split_chemistries(seed: int = 0, n_test: int = 165) -> tuple[list[Chemistry]
     return [chems[i] for i in train], [chems[i] for i in test]
 
 
+HELD_OUT_RULES = ("toolkit", "authors")
+
+
+def authors_split(seed: int = 0) -> tuple[list[Chemistry], list[Chemistry]]:
+    """(training, held-out) complete chemistries as the authors' released code splits them (the
+    code that made their published data): Python's `random.seed(seed)`, one shuffle of their
+    chemistry ids '0'..'167423' plus a trailing metadata key, the first 10% held out, then only the
+    complete graphs kept (1,371 / 165 at seed 0). Their ids nest potion map, stone map, graph,
+    rotation as ours do, but their potion map's direction index runs the axes the other way round
+    and their colour names are the opposite of ours; each of their chemistries is mapped to the
+    one of ours whose 24 transitions read the same, word for word."""
+    import random
+    rng = random.Random(seed)
+    n = N_POTION_MAPS * N_STONE_MAPS * N_GRAPHS * N_ROTATIONS
+    ids = [str(i) for i in range(n)] + ["_metadata"]
+    rng.shuffle(ids)
+    held = {int(i) for i in ids[:int(len(ids) * 0.1)] if i != "_metadata"}
+    train, test = [], []
+    for their in range(n):
+        rest, rot = divmod(their, N_ROTATIONS)
+        rest, graph = divmod(rest, N_GRAPHS)
+        if graph != COMPLETE_GRAPH:
+            continue
+        (test if their in held else train).append(_from_authors(*divmod(rest, N_STONE_MAPS), rot))
+    return sorted(train, key=lambda c: c.id), sorted(test, key=lambda c: c.id)
+
+
+def _from_authors(potion_map: int, stone_map: int, rotation: int) -> Chemistry:
+    """Our chemistry with the transitions text of the authors' (potion map, stone map, rotation):
+    their direction tuple enumerates the axes last-fastest, and their colour -1 is our +1, so a
+    relabelling of the latent axes that the rotation leaves alone carries theirs onto ours."""
+    dims = PERMUTATIONS[potion_map // 8]
+    dirs = tuple(itertools.product((-1, 1), repeat=3))[potion_map % 8]
+    s = corner(stone_map)
+    if rotation == 1:
+        relabel, signs = (1, 0, 2), (s[1], s[0], s[2])
+    elif rotation == 2:
+        relabel, signs = (2, 1, 0), (-s[2], s[1], -s[0])
+    else:
+        relabel, signs = (0, 1, 2), (-s[0], s[1], s[2])
+    new_dims = tuple(relabel[a] for a in dims)
+    new_dirs = [0, 0, 0]
+    for a in range(3):
+        new_dirs[relabel[a]] = dirs[a]
+    return Chemistry(8 * PERMUTATIONS.index(new_dims) + corner_index(new_dirs), corner_index(signs), COMPLETE_GRAPH,
+                     rotation)
+
+
+def held_out_split(rule: str = "toolkit", seed: int = 0) -> tuple[list[Chemistry], list[Chemistry]]:
+    """(training, held-out) complete chemistries under a named rule: ours (`split_chemistries`) or the authors'."""
+    if rule not in HELD_OUT_RULES:
+        raise ConfigError("held_out", rule, "one of " + ", ".join(HELD_OUT_RULES))
+    return split_chemistries(seed) if rule == "toolkit" else authors_split(seed)
+
+
 def export_text(chemistries) -> str:
     """Each chemistry's one-hop transitions, one per line, blocks separated by one blank line."""
     return "\n\n".join("\n".join(c.transition_text(s, p, e) for s, p, e in c.transitions()) for c in chemistries) + "\n"
