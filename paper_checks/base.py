@@ -272,7 +272,9 @@ def write_result(result: dict, folder, command: str) -> Path:
     opts = result.get("reading_options") or {}
     suffix = "".join("_headbias" if k == "head_bias" else f"_{v}" for k, v in opts.items() if v != DEFAULT_READING[k])
     suffix += "" if scale == 1.0 else f"_wd_x{scale:g}"
-    if result["size"] in ("paper", "cpu"):
+    if result.get("input_format"):
+        suffix += f"_{result['input_format']}"
+    if result["size"] in ("paper", "cpu", "authors"):
         if result.get("task_seeds", 1) != result.get("protocol_task_seeds", 1):
             suffix += f"_tasks{result['task_seeds']}"
         if result.get("seeds", 1) != result.get("protocol_seeds", 1):

@@ -138,7 +138,8 @@ class StageCheck:
             v = f"{v} ({INPUT_LABELS[input_format]})"
         return {"id": self.id, "claim": self.claim, "size": size, "metric": "stage times (steps)", "seeds": n_seeds,
                 "protocol_seeds": self.seeds, "tolerance": self.tolerance, "rows": rows, "verdict": v,
-                "notes": self.notes, "run_ids": [c.run_id() for c in cfgs.values()]}
+                "notes": self.notes, "run_ids": [c.run_id() for c in cfgs.values()],
+                **({"input_format": input_format} if input_format else {})}
 
 
 def _per_condition(store, cfgs):
