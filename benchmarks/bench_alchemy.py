@@ -12,30 +12,17 @@ Run: python benchmarks/bench_alchemy.py [--size authors] [--layers 4] [--steps 1
 from __future__ import annotations
 
 import argparse
-import time
 from dataclasses import replace
 
 import torch
 
-from bench_engine import per_step, seconds, step_flops, sync
+from bench_engine import matmul_peak, per_step, seconds, step_flops
 from critwin.bridge.table import format_table
 from critwin.empirical import train
 from critwin.empirical.metrics import evaluate_split
 from critwin.empirical.presets import alchemy_flat
 from critwin.empirical.sweep import config_from_flat
 from critwin.empirical.train import initial_model
-
-
-def matmul_floor(device: str, dtype, n: int = 1024, reps: int = 20) -> float:
-    """FLOP/s of an n x n matmul in `dtype` (the machine's floor for this work)."""
-    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
-    a @ b
-    sync(device)
-    t = time.perf_counter()
-    for _ in range(reps):
-        a @ b
-    sync(device)
-    return 2 * n ** 3 * reps / (time.perf_counter() - t)
 
 
 def main():
@@ -53,7 +40,7 @@ def main():
     rows = []
     for precision, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
         cfg = replace(base, precision=precision)
-        floor = matmul_floor(args.device, dtype)
+        floor = matmul_peak(args.device, dtype=dtype)
         with cfg.autocast():
             flops = step_flops(replace(cfg, model=replace(cfg.model, dropout=0.0)))
         step = per_step(lambda n: train(replace(cfg, steps=n), progress=False), args.steps, args.device)

@@ -32,8 +32,9 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def matmul_peak(device: str, n: int = 1024, reps: int = 20) -> float:
-    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+def matmul_peak(device: str, n: int = 1024, reps: int = 20, dtype=torch.float32) -> float:
+    """FLOP/s of an n x n matmul in `dtype`: the machine's floor for the work of a step."""
+    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
     a @ b
     sync(device)
     t = time.perf_counter()
