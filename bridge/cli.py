@@ -7,7 +7,7 @@ import shlex
 import sys
 import warnings
 
-from ..errors import ConfigError, CorruptRunError
+from ..errors import ConfigError, CorruptRunError, one_line_warning
 
 
 def _jsonable(o):
@@ -82,16 +82,12 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
     return parser
 
 
-def _one_line_warning(message, category, filename, lineno, line=None) -> str:
-    return f"critwin: warning: {message}\n"
-
-
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(argv).parse_args(argv)
     args.command_line = "critwin " + " ".join(shlex.quote(a) for a in argv)
     shown = warnings.formatwarning
-    warnings.formatwarning = _one_line_warning       # a user reads the message, not our source line
+    warnings.formatwarning = one_line_warning       # a user reads the message, not our source line
     try:
         payload, text, *code = args.handler(args)      # a handler may add an exit code (e.g. a failed check)
     except KeyboardInterrupt:

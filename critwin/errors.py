@@ -1,4 +1,5 @@
-"""The toolkit's own errors: bad input (ConfigError) and a damaged run folder (CorruptRunError)."""
+"""The toolkit's own errors: bad input (ConfigError) and a damaged run folder (CorruptRunError);
+how its warnings read (`one_line_warning`)."""
 
 
 class ConfigError(ValueError):
@@ -22,3 +23,8 @@ class CorruptRunError(RuntimeError):
 
     def __reduce__(self):
         return type(self), (self.path, self.reason)
+
+
+def one_line_warning(message, category=None, filename=None, lineno=None, line=None) -> str:
+    """A warning as a user reads it: one line, without our source file and line (a warnings.formatwarning)."""
+    return f"critwin: warning: {message}\n"

@@ -16,7 +16,7 @@ import warnings
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 
-from ...errors import ConfigError
+from ...errors import ConfigError, one_line_warning
 
 EXECUTORS = ("local", "dask", "dask-local")
 CONNECT_SECONDS = 10     # how long a Dask executor waits for its scheduler to answer
@@ -41,7 +41,7 @@ def _exit_with_parent(parent: int, poll: float = 1.0):
 def _worker_init(parent: int, steps_queue=None):
     global _STEPS
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C is the parent's to handle (it ends the workers)
-    warnings.formatwarning = lambda message, *a, **k: f"critwin: warning: {message}\n"
+    warnings.formatwarning = one_line_warning
     from tqdm.auto import tqdm          # a thread lock, not tqdm's default semaphore: a killed worker
     tqdm.set_lock(threading.RLock())    # leaves no semaphore for the resource tracker to warn about
     _one_thread()
