@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from critwin.bridge.observed import observed_times, observed_window, onset_outcomes
+from critwin.empirical import RunStore, load_summaries
+from critwin.theory.setting import multiplier_from_exponent
 
-from .. import theory as th
-from ..empirical import RunStore, load_summaries
-from ..errors import ConfigError
-from ..theory.setting import multiplier_from_exponent
-from .observed import observed_times, observed_window, onset_outcomes
+from critwin import theory as th
+from critwin.errors import ConfigError
 
 TASK_SIZES = {"anchor_permutation": {"keys": 16, "anchors": 8, "train_pairs": 45}}
 
@@ -38,8 +38,8 @@ def recipe_t1(cfg, gamma: float) -> float:
 def run_recipe(config: dict, delta: float = 0.5, sigma_def: str = "gram") -> dict:
     """The recipe window with sigma_e and c_r read from the run's own initial token embeddings
     (rebuilt from its config and seed) and its task's training pairs."""
-    from ..empirical import TrainConfig
-    from ..empirical.train import initial_model
+    from critwin.empirical import TrainConfig
+    from critwin.empirical.train import initial_model
     cfg = TrainConfig.from_dict(config) if isinstance(config, dict) else config
     if cfg.task != "anchor_permutation":
         raise ConfigError("task", cfg.task, "anchor_permutation (keys and anchors are tokens there)")

@@ -6,14 +6,14 @@ import time
 from pathlib import Path
 
 import numpy as np
+from critwin.bridge import figures
+from critwin.bridge.compare import config_setting
+from critwin.bridge.table import format_table
+from critwin.empirical import RunStore, load_summaries
+from critwin.empirical.sweep import LocalExecutor, config_from_flat, run_sweep
 
-from .. import theory as th
-from ..empirical import RunStore, load_summaries
-from ..empirical.sweep import LocalExecutor, config_from_flat, run_sweep
-from ..errors import ConfigError
-from . import figures
-from .compare import config_setting
-from .table import format_table
+from critwin import theory as th
+from critwin.errors import ConfigError
 
 
 def _say(msg: str, quiet: bool):
@@ -121,22 +121,3 @@ def render(res: dict) -> str:
     return "\n".join(lines)
 
 
-def cmd_demo(args):
-    res = demo(args.steps, args.width, args.wd, args.gamma, args.seeds, args.store, args.out, args.workers,
-               quiet=args.json, pack=args.pack)
-    return res, render(res)
-
-
-def register(p):
-    p.add_argument("--steps", type=int, default=4000, help="training length of each run")
-    p.add_argument("--width", type=int, default=1000, help="decay window width")
-    p.add_argument("--wd", type=float, default=DEMO_WD,
-                   help="decay inside the windows (default 4/3: lr*lambda = 4e-3 per step)")
-    p.add_argument("--gamma", type=float, default=0.8)
-    p.add_argument("--seeds", type=int, default=2)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--pack", type=int, default=None, help="train up to this many runs as one stacked model per worker")
-    p.add_argument("--store", default="runs")
-    p.add_argument("--out", default="critwin-out")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=cmd_demo)

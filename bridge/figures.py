@@ -192,9 +192,10 @@ def plot_check(result: dict, path) -> Path:
     return _save(fig, path)
 
 
-def plot_readings(res, path) -> Path:
+def plot_readings(res, path, paper: dict) -> Path:
     """One panel per decay reading: final OOD per row (paper value or range in red, each run a
-    dot coloured by task instance, the mean a black bar); the panel title carries the score."""
+    dot coloured by task instance, the mean a black bar); the panel title carries the score.
+    paper: (claim, variant) -> the paper's value or range."""
     readings = list(dict.fromkeys(res.per_run.reading))
     keys = list(dict.fromkeys(zip(res.per_run.claim, res.per_run.variant)))
     fig, axes = plt.subplots(1, len(readings), figsize=(3.6 * len(readings) + 1.5, 0.9 + 0.34 * len(keys)),
@@ -206,8 +207,7 @@ def plot_readings(res, path) -> Path:
     for ax, reading in zip(axes[0], readings):
         sub = res.per_run[res.per_run.reading == reading]
         for (cid, variant), yi in y.items():
-            from ..paper_checks import CHECKS
-            p = _paper_interval(CHECKS[cid].paper[variant])
+            p = _paper_interval(paper[(cid, variant)])
             if p:
                 ax.plot(p, [yi, yi], "-|", color="tab:red", lw=6, alpha=0.45, ms=10,
                         label="paper" if yi == len(keys) - 1 else None)
@@ -318,7 +318,7 @@ def plot_stage_curves(curves, per_run, path, max_panels: int = 12) -> Path:
     """One panel per condition: each event curve averaged over the condition's runs (log steps),
     and a dashed line at its median stage time over the runs that reach it."""
     import pandas as pd
-    from .stages import condition_columns
+    from critwin.bridge.stages import condition_columns
     keys = [c for c in condition_columns(per_run) if c not in ("stage_step", "rises", "dip_step", "dip_depth")]
     first = per_run.drop_duplicates("run_id").set_index("run_id")[keys]
     def text(v):

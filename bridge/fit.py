@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from critwin.theory.rates import compute_rates
+from critwin.theory.reduced import crossing_times
+from critwin.theory.setting import check_gamma
 
-from .. import theory as th
-from ..errors import ConfigError
-from ..theory.rates import compute_rates
-from ..theory.reduced import crossing_times
-from ..theory.setting import check_gamma
+from critwin import theory as th
+from critwin.errors import ConfigError
 
 LAWS = ("constant", "gamma^-2", "log(1/gamma)")
 
@@ -124,9 +124,9 @@ def fit_store(store, quantity: str, fit_gamma: float = 0.8, **observed_options) 
     another gamma; the theory's shapes use the runs' own d, eta and task sizes.
 
     Returns (results, reasons the other groups were skipped)."""
-    from ..empirical import load_summaries
-    from .compare import setting_for
-    from .observed import observed_times
+    from critwin.bridge.compare import setting_for
+    from critwin.bridge.observed import observed_times
+    from critwin.empirical import load_summaries
     tables = observed_times(store, quantity, **observed_options)
     summ = load_summaries(store, on_corrupt=observed_options.get("on_corrupt", "raise"))
     results, skipped = [], []

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from critwin.bridge.observed import observed_window, onset_outcomes
 
-from ..errors import ConfigError
-from .observed import observed_window, onset_outcomes
+from critwin.errors import ConfigError
 
 PROBE_STEPS, PROBE_EVERY = 600, 10
 LEARNING = 0.5     # training accuracy that ends the initial plateau
@@ -27,7 +27,7 @@ SHARED = ("task", "optimizer", "lr", "momentum", "batch_size", "amsgrad", "lr_sc
 
 def probe_configs(gammas, task_seeds: int, seeds: int, steps: int = PROBE_STEPS, every: int = PROBE_EVERY, **base):
     """No-decay runs of `steps` logged every `every` steps, one per gamma x task instance x seed."""
-    from ..empirical.sweep import config_from_flat
+    from critwin.empirical.sweep import config_from_flat
     if steps < 2 * every:
         raise ConfigError("probe_steps", steps, f"at least two evaluations (>= {2 * every})")
     return [config_from_flat({**base, "gamma": g, "task_seed": ts, "seed": s, "steps": steps, "eval_every": every})

@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
+from critwin.errors import ConfigError
 
 
 def matched_decoupled(cfg, metrics):
@@ -80,7 +80,7 @@ def intervention_table(triples) -> pd.DataFrame:
     """Per (source run, intervention run id, that run or None if not trained): final OOD and train
     accuracy of both, and the lowest train accuracy each reaches while the source's decay is on
     (did the fit break?)."""
-    from ..empirical.store import config_columns
+    from critwin.empirical.store import config_columns
     rows = []
     for src, out_id, out in triples:
         c = config_columns(src.config)
@@ -174,7 +174,7 @@ def arrival_table(runs: pd.DataFrame, mem_level: float = 0.9) -> pd.DataFrame:
     fitted model (when the window opens first, the model memorises under it). norm_ratio =
     arrival_norm / end_norm: how far the penalty must shrink the memorised solution.
     """
-    from ..theory.optimizers import crossing_step
+    from critwin.theory.optimizers import crossing_step
     if runs.empty:
         return pd.DataFrame()
     cfg = runs.drop_duplicates("run_id").set_index("run_id")

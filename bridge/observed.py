@@ -5,10 +5,10 @@ import warnings
 
 import numpy as np
 import pandas as pd
+from critwin.theory.optimizers import crossing_step
+from critwin.theory.windows import onset_window
 
-from ..errors import ConfigError
-from ..theory.optimizers import crossing_step
-from ..theory.windows import onset_window
+from critwin.errors import ConfigError
 
 
 def onset_outcomes(summaries: pd.DataFrame, metric: str = "ood_acc") -> pd.DataFrame:
@@ -97,7 +97,7 @@ def observed_times(store, quantity: str, mem_level: float = 0.9, ood_level: floa
       an edge at the first / last scanned onset is censored (the true edge may lie beyond it)
       and is given as nan, with the censored gammas listed.
     """
-    from ..empirical import load_summaries
+    from critwin.empirical import load_summaries
     if quantity not in QUANTITIES:
         raise ConfigError("quantity", quantity, ", ".join(QUANTITIES))
     summ = load_summaries(store, on_corrupt)
@@ -129,7 +129,7 @@ def observed_times(store, quantity: str, mem_level: float = 0.9, ood_level: floa
 def _run_times(store, summ: pd.DataFrame, mem_level: float, ood_level: float,
                on_corrupt: str = "raise") -> pd.DataFrame:
     """Per complete run: its timescales next to gamma, lr and its (single) decay window."""
-    from ..empirical import load_runs
+    from critwin.empirical import load_runs
     return timescales(load_runs(store, on_corrupt), mem_level, ood_level).merge(
         summ[["run_id", "reading", "gamma", "lr", "wd_window_start", "wd_width", "wd_value"]], on="run_id")
 
@@ -143,7 +143,7 @@ def _rise_times(ts: pd.DataFrame) -> pd.DataFrame:
 def decay_budget_at_rise(store, ood_level: float = 0.5, on_corrupt: str = "raise") -> pd.DataFrame:
     """Per (decay value, width, gamma): the reasoning time after the decay onset and the
     cumulative shrink lr * lambda * time it took, i.e. how much decay the OOD rise needed."""
-    from ..empirical import load_summaries
+    from critwin.empirical import load_summaries
     summ = load_summaries(store, on_corrupt)
     summ = summ[summ.status == "complete"] if not summ.empty else summ
     if summ.empty:

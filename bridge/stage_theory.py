@@ -14,9 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from critwin.theory.stages import (
+    LinearReadoutFlow,
+    flow_times,
+    half_rise_time,
+    stage_order,
+)
 
-from ..errors import ConfigError
-from ..theory.stages import LinearReadoutFlow, flow_times, half_rise_time, stage_order
+from critwin.errors import ConfigError
 
 BLOCKS = ("context", "query", "potions", "links")
 CURVES = {"A": "event_a", "B": "event_b", "C": "event_c", "B|A": "p_b_given_a", "C|AB": "p_c_given_ab"}
@@ -24,8 +29,8 @@ CURVES = {"A": "event_a", "B": "event_b", "C": "event_c", "B|A": "p_b_given_a", 
 
 def context_features(episodes, blocks=BLOCKS) -> np.ndarray:
     """One row per query (in the order of the task's splits), the chosen blocks side by side."""
-    from ..empirical.tasks.alchemy import N_CLASSES, stone_class
-    from ..empirical.tasks.alchemy_chemistry import POTIONS, corner
+    from critwin.empirical.tasks.alchemy import N_CLASSES, stone_class
+    from critwin.empirical.tasks.alchemy_chemistry import POTIONS, corner
     unknown = sorted(set(blocks) - set(BLOCKS))
     if unknown or not blocks:
         raise ConfigError("features", ",".join(unknown) or "(none)", "some of " + ", ".join(BLOCKS))
@@ -54,8 +59,8 @@ def predict_stages(variant: str, hops: int | None = None, chemistries: int | Non
                    blocks=BLOCKS, times=None) -> dict:
     """Fit the readout's flow on the training chemistries; the held-out event curves over flow
     time; each stage's half-rise time, the order, final levels and the deepest dip of P(B|A)."""
-    from ..empirical.metrics.evaluate import alchemy_events
-    from ..empirical.tasks.alchemy import AlchemyTask, N_CLASSES
+    from critwin.empirical.metrics.evaluate import alchemy_events
+    from critwin.empirical.tasks.alchemy import N_CLASSES, AlchemyTask
     task = AlchemyTask(variant, hops, seed, max_chemistries=chemistries)
     eps = task.episodes()
     data = task.generate(eps)
@@ -64,7 +69,7 @@ def predict_stages(variant: str, hops: int | None = None, chemistries: int | Non
     times = flow_times() if times is None else np.asarray(times, dtype=float)
     curves = pd.DataFrame([{"t": t, **alchemy_events(flow.predict(X["test"], t), data.splits["test"])}
                            for t in times])
-    from .stages import stage_time
+    from critwin.bridge.stages import stage_time
     stage_t = {k: stage_time(curves.t, curves[c].fillna(0.0), c, "threshold", 1) for k, c in CURVES.items()}
     cp_t = {k: stage_time(curves.t, curves[c].fillna(0.0), c, "changepoint") for k, c in CURVES.items()}
     rise_t = {k: half_rise_time(curves.t, curves[c].fillna(0.0)) for k, c in CURVES.items()}
@@ -77,57 +82,6 @@ def predict_stages(variant: str, hops: int | None = None, chemistries: int | Non
             "dip_b_given_a": dip if dip["depth"] >= 0.05 else None, "curves": curves}
 
 
-def cmd_theory_stages(args):
-    from pathlib import Path
-
-    from .table import format_table
-    blocks = tuple(b.strip() for b in args.features.split(","))
-    hops = args.hops or ([None] if args.task == "withheld" else [2, 3, 4, 5])
-    if args.task == "withheld" and hops != [None]:
-        raise ConfigError("hops", args.hops, "none for the withheld task (its queries are one-hop)")
-    results = [predict_stages(args.task, h, args.chemistries or None, args.task_seed, blocks) for h in hops]
-    rows = [{"task": r["task"], **{f"t_{k}": v for k, v in r["stage_times"].items()}, "order": r["order"], "never": ",".join(r["never"]),
-             **{f"rise_{k}": r["half_rise_times"][k] for k in ("A", "B", "C")},
-             **{f"final_{k}": v for k, v in r["final"].items()},
-             "dip_B|A": r["dip_b_given_a"]["depth"] if r["dip_b_given_a"] else 0.0} for r in results]
-    text = [format_table(rows),
-            "t_X: flow time at which event X's held-out curve first reaches the stage level (0.95 for A, 0.90"
-            " otherwise; nan: never); rise_X: when it has risen half-way (nan: no rise); order: the stages that"
-            " reach their level, by rise_X (levels differ, so t_X can invert nested events). Only orders and"
-            " ratios are predictions. final_X below the level: the stage needs more than a linear readout of the"
-            f" features {','.join(blocks)}."]
-    payload = {"rows": rows, "features": list(blocks)}
-    if args.out_csv:
-        out = Path(args.out_csv)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        pd.concat([r["curves"].assign(task=r["task"]) for r in results]).to_csv(out, index=False)
-        payload["curves_csv"] = str(out)
-        text.append(f"wrote the predicted curves to {out}")
-    from .figures import plot_predicted_stages
-    from .theory_commands import attach_figure
-    attach_figure(args, f"predicted_stages_{args.task}.png", lambda path: plot_predicted_stages(results, path),
-                  payload, text)
-    return payload, "\n".join(text)
-
-
-def register(sub):
-    p = sub.add_parser("stages", help="predicted Alchemy stages: a linear readout's flow on the task's statistics",
-                       description="Fits the exact gradient flow of a linear readout of context features on the"
-                                   " training chemistries and traces the held-out events A, B, C over flow time:"
-                                   " the predicted order of the stages, their relative times, and which stages"
-                                   " a linear readout cannot reach. No training.")
-    p.add_argument("--task", choices=("withheld", "composition", "decomposition"), default="withheld")
-    p.add_argument("--hops", type=int, nargs="+", default=None, help="composition / decomposition (default 2 3 4 5)")
-    p.add_argument("--chemistries", type=int, default=400, help="chemistries per split at most (0 = all)")
-    p.add_argument("--task-seed", type=int, default=0)
-    p.add_argument("--features", default=",".join(BLOCKS), help="feature blocks, some of " + ", ".join(BLOCKS))
-    p.add_argument("--out-csv", default=None, help="write the predicted event curves (tidy CSV) here")
-    p.add_argument("--out", default="critwin-out", help="folder for the figure")
-    p.add_argument("--no-figure", action="store_true", help="do not write predicted_stages_TASK.png")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=cmd_theory_stages)
-
-
 STAGE_METRICS = {"A": "event_a", "B": "event_b", "C": "event_c"}
 
 
@@ -138,9 +92,8 @@ def compare_stages(predicted: list[dict], observed, method: str = "threshold") -
     (condition, stage) both reach the rank correlation and the timescale factor (steps per unit
     of flow time, geometric mean) with the spread of log(observed / (factor * predicted)).
     A store with several conditions per task (other lr, gamma) is read at its first: keep one per store."""
+    from critwin.bridge.stages import check_method
     from scipy.stats import spearmanr
-
-    from .stages import check_method
     times = "stage_times" if check_method(method) == "threshold" else "changepoint_times"
     rows, pairs = [], []
     for r in predicted:
@@ -171,49 +124,3 @@ def compare_stages(predicted: list[dict], observed, method: str = "threshold") -
     return out
 
 
-def cmd_bridge_stages(args):
-    from ..empirical import RunStore
-    from .stages import detect_store
-    from .table import format_table
-    RunStore(args.store).require()
-    _, observed = detect_store(args.store, tuple(STAGE_METRICS.values()), "test", args.method, args.n,
-                               on_corrupt="skip" if args.skip_corrupt else "raise")
-    if "hops" not in observed.columns:
-        observed["hops"] = np.nan
-    conds = observed[observed.task.astype(str).str.startswith("alchemy_")][["task", "hops"]].drop_duplicates()
-    predicted = [predict_stages(t.removeprefix("alchemy_"), None if not np.isfinite(h) else int(h),
-                                args.chemistries or None, 0)
-                 for t, h in zip(conds.task, conds.hops.astype(float))]
-    res = compare_stages(predicted, observed, args.method)
-    how = "threshold rule" if args.method == "threshold" else "last change-point rise"
-    text = [format_table(res["rows"]),
-            f"orders agree in {res['orders_agree']} of {res['conditions']} conditions ({how} on both;"
-            " a stage never reached is left out of the order)"]
-    if "spearman" in res:
-        text.append(f"rank correlation of stage times over {len(res['pairs'])} (condition, stage) pairs:"
-                    f" {res['spearman']:.2f}; fitted {res['steps_per_flow_time']:.3g} steps per unit of flow"
-                    f" time, log residual sd {res['log_residual_sd']:.2f}")
-    if res["pairs"]:
-        from .figures import plot_stage_times
-        from .theory_commands import attach_figure
-        attach_figure(args, "stage_times.png", lambda path: plot_stage_times(res, path), res, text)
-    return res, "\n".join(text)
-
-
-def register_bridge(sub):
-    p = sub.add_parser("stages", help="predicted (linear readout) vs observed Alchemy stage order and times",
-                       description="For every Alchemy task and hop count with runs in the store: the stage times"
-                                   " the runs show (threshold rule, median over seeds) against the linear"
-                                   " readout's predicted ones; orders, rank correlation, timescale factor.")
-    from .bridge_commands import add_store_args
-    add_store_args(p)
-    p.add_argument("--n", type=int, default=3, help="consecutive evaluations at or above the level")
-    from .stages import STAGE_METHODS
-    p.add_argument("--method", choices=STAGE_METHODS, default="threshold",
-                   help="how both sides are timed: the threshold rule, or where a curve's last change-point rise"
-                        " completes (for runs whose curves rise but stay below the levels, as at cpu size)")
-    p.add_argument("--chemistries", type=int, default=400, help="chemistries per split for the prediction (0 = all)")
-    p.add_argument("--out", default="critwin-out", help="folder for the figure")
-    p.add_argument("--no-figure", action="store_true")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=cmd_bridge_stages)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ConfigError
+from critwin.errors import ConfigError
 
 PLACEMENTS = ("early", "middle", "late")
 

@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import ConfigError
+from critwin.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,12 @@ import json
 import math
 from dataclasses import asdict, dataclass, fields, replace
 
-from ..errors import ConfigError
-from ..schedules import Schedule
-from .interventions.decay import DECAY_FORMS
-from .interventions.freeze import Freeze
-from .models.transformer import DECAY_SETS, ModelConfig
-from .tasks import TASK_OPTIONS, TASKS, make_task
+from critwin.errors import ConfigError
+from critwin.schedules import Schedule
+from critwin.empirical.interventions.decay import DECAY_FORMS
+from critwin.empirical.interventions.freeze import Freeze
+from critwin.empirical.models.transformer import DECAY_SETS, ModelConfig
+from critwin.empirical.tasks import TASK_OPTIONS, TASKS, make_task
 
 OPTIMIZERS = ("adamw", "sgd")
 LR_SCHEDULES = ("constant", "cosine")

@@ -27,12 +27,12 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from ..errors import ConfigError
-from .config import TrainConfig
-from .metrics import decay_mechanism, split_scores, stacked_weight_metrics
-from .models.stacked import stacked_logits
-from .store import Run
-from .train import (ResumeWriter, _device, build_optimizer, eval_splits, finish_run, initial_model, log_metrics,
+from critwin.errors import ConfigError
+from critwin.empirical.config import TrainConfig
+from critwin.empirical.metrics import decay_mechanism, split_scores, stacked_weight_metrics
+from critwin.empirical.models.stacked import stacked_logits
+from critwin.empirical.store import Run
+from critwin.empirical.train import (ResumeWriter, _device, build_optimizer, eval_splits, finish_run, initial_model, log_metrics,
                     read_resume_state)
 
 PACK_FREE = ("seed", "task_seed", "wd_windows", "decay_form", "decay_set", "lr", "lr_final", "freeze")  # and gamma

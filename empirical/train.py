@@ -15,16 +15,16 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from ..errors import ConfigError
-from .config import TrainConfig, check_branch
-from .environment import environment
-from .interventions import add_l2_grad, apply_adam_scaled_decay, apply_decay, frozen_parameters
-from .interventions.second_moment import AdamFrozenSecondMoment
-from .metrics import decay_mechanism, evaluate_split, squared_grad_norm, weight_metrics
-from .models import Transformer
-from .store import Run, write_atomic
-from .tasks import make_task
-from .tasks.sequence import IGNORE, is_sequence_task, language_model_data
+from critwin.errors import ConfigError
+from critwin.empirical.config import TrainConfig, check_branch
+from critwin.empirical.environment import environment
+from critwin.empirical.interventions import add_l2_grad, apply_adam_scaled_decay, apply_decay, frozen_parameters
+from critwin.empirical.interventions.second_moment import AdamFrozenSecondMoment
+from critwin.empirical.metrics import decay_mechanism, evaluate_split, squared_grad_norm, weight_metrics
+from critwin.empirical.models import Transformer
+from critwin.empirical.store import Run, write_atomic
+from critwin.empirical.tasks import make_task
+from critwin.empirical.tasks.sequence import IGNORE, is_sequence_task, language_model_data
 
 
 RESUME_SECONDS = 300.0   # default of how often (at most) a run writes the state it resumes from after a kill

@@ -1,5 +1,12 @@
 """One runnable check per headline claim of the two papers (see README.md)."""
-from .base import SIZES, EmpiricalCheck, TheoryCheck, train_checks, verdict, write_result
-from .claims import CHECKS, CLAIM_IDS
+from critwin.paper_checks.base import (
+    SIZES,
+    EmpiricalCheck,
+    TheoryCheck,
+    train_checks,
+    verdict,
+    write_result,
+)
+from critwin.paper_checks.claims import CHECKS, CLAIM_IDS
 
 __all__ = ["CHECKS", "CLAIM_IDS", "SIZES", "EmpiricalCheck", "TheoryCheck", "train_checks", "verdict", "write_result"]

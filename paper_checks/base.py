@@ -19,13 +19,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+from critwin.empirical import RunStore
+from critwin.empirical.config import ADDED_DEFAULTS, ADDED_MODEL_DEFAULTS
+from critwin.empirical.config import reading_label as config_reading_label
+from critwin.empirical.sweep import config_from_flat, run_sweep
+from critwin.empirical.train import censored_reach
 
-from ..empirical import RunStore
-from ..empirical.config import ADDED_DEFAULTS, ADDED_MODEL_DEFAULTS
-from ..empirical.config import reading_label as config_reading_label
-from ..errors import ConfigError
-from ..empirical.sweep import config_from_flat, run_sweep
-from ..empirical.train import censored_reach
+from critwin.errors import ConfigError
 
 SIZES = ("quick", "cpu", "paper", "authors")   # cpu, authors: Alchemy sizes (the anchor checks are CPU-sized at paper)
 TIME_KEYS = ("steps", "wd_window_start", "wd_width", "width", "budget")

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import numpy as np
-
-from .base import EmpiricalCheck, TheoryCheck, final_metric, mean_sd
-from .stage_claims import STAGE_CHECKS
+from critwin.paper_checks.base import EmpiricalCheck, TheoryCheck, final_metric, mean_sd
+from critwin.paper_checks.stage_claims import STAGE_CHECKS
 
 PAPER_BASE = {"task": "anchor_permutation", "gamma": 0.8, "steps": 20000, "lr": 3e-3}
 
@@ -50,7 +49,7 @@ W6_PLATEAU = {0.5: (0.41, 0.46), 0.8: (0.85, 0.93), 1.1: (0.93, 0.99)}
 
 def _w6_edges(store, cfgs) -> list[dict]:
     """Report-only rows: per gamma, the first and last onset whose seed-mean OOD >= 0.5."""
-    from ..theory.windows import onset_window
+    from critwin.theory.windows import onset_window
     rows = []
     for g in W6_GAMMAS:
         means = [mean_sd([final_metric(store, c) for (n, *_), c in cfgs.items()
@@ -182,7 +181,7 @@ W12 = EmpiricalCheck(
 
 
 def _t1():
-    from ..theory import StylisedSetting, derive, predict
+    from critwin.theory import StylisedSetting, derive, predict
     d = derive()
     (rec,) = predict(StylisedSetting(), 0.8, "recipe")
     (red,) = predict(StylisedSetting(targets="permutation"), 0.8, "reduced")

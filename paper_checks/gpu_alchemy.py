@@ -25,7 +25,7 @@ def check(ids: str, args, extra: list, deadline: float) -> dict:
     left = deadline - time.time()
     if left < 5:
         return {"id": ids, "verdict": "not run: deadline reached"}
-    cmd = [sys.executable, "-m", "critwin.bridge.cli", "check", ids, "--size", args.size, "--device", args.device,
+    cmd = [sys.executable, "-m", "critwin.cli", "check", ids, "--size", args.size, "--device", args.device,
            "--seeds", str(args.seeds), "--store", str(args.out / "store"), "--results", str(args.out / "results"),
            "--workers", str(args.workers), "--no-progress", "--json", *extra]
     try:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from critwin.bridge.cli import main
+from critwin.cli.main import main
 from critwin.empirical.tasks.alchemy_chemistry import (
     N_GRAPHS, PAIRS, POTIONS, Chemistry, complete_chemistries, corner, export_text, inverse_potion,
     split_chemistries, valid_graphs)

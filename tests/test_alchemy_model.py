@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from critwin.bridge.cli import main
+from critwin.cli.main import main
 from critwin.empirical import TrainConfig, train
 from critwin.empirical.models import ModelConfig
 from critwin.empirical.models.transformer import Block, Transformer, sinusoidal_positions

@@ -136,7 +136,7 @@ def test_padded_forward_reads_the_last_real_token():
 
 def test_alchemy_trains_and_logs_event_curves(tmp_path, capsys):
     import json
-    from critwin.bridge.cli import main
+    from critwin.cli.main import main
     code = main(["train", "alchemy", "--task", "withheld", "--chemistries", "4", "--steps", "20", "--eval-every",
                  "10", "--d", "16", "--store", str(tmp_path), "--no-progress", "--json"])
     d = json.loads(capsys.readouterr().out)

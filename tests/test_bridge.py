@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from critwin.bridge.cli import main
+from critwin.cli.main import main
 from critwin.bridge.compare import setting_for
 from critwin.bridge.observed import observed_window, timescales
 from critwin.empirical import RunStore, load_runs

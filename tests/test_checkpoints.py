@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from critwin.bridge.cli import main
+from critwin.cli.main import main
 from critwin.empirical import RunStore, TrainConfig, train
 from critwin.empirical.models import ModelConfig
 from critwin.empirical.sweep import LocalExecutor, run_sweep

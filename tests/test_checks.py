@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from critwin.bridge.cli import main
+from critwin.cli.main import main
 from critwin.paper_checks import CHECKS, verdict
 
 

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from critwin.bridge.cli import main
+from critwin.cli.main import main
 
 SMALL = ["--d", "8", "--keys", "4", "--anchors", "4", "--train-pairs", "10", "--embeddings", "unit"]
 
@@ -73,7 +73,7 @@ def test_bad_input_names_the_option(capsys, argv, field):
 
 
 def test_console_script_help():
-    res = subprocess.run([sys.executable, "-m", "critwin.bridge.cli", "theory", "predict", "--help"],
+    res = subprocess.run([sys.executable, "-m", "critwin.cli", "theory", "predict", "--help"],
                          capture_output=True, text=True, check=True)
     assert "--gamma" in res.stdout and "--method" in res.stdout
 

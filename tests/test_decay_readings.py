@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from critwin.bridge.cli import main
-from critwin.bridge.readings import NO_DECAY, Reading, score, select_rows
+from critwin.cli.main import main
+from critwin.paper_checks.readings import NO_DECAY, Reading, score, select_rows
 from critwin.empirical import TrainConfig, train
 from critwin.empirical.interventions import add_l2_grad
 from critwin.empirical.models import ModelConfig, Transformer
@@ -168,7 +168,7 @@ def test_readings_score_against_a_hand_computation():
 
 def test_readings_command_on_a_store_of_known_outcomes(tmp_path, capsys):
     """Runs with hand-set final OOD under two readings: the command ranks the closer one first."""
-    from critwin.bridge.readings import plan
+    from critwin.paper_checks.readings import plan
     from critwin.empirical import RunStore
     readings = [Reading.parse("l2/non_embedding"), Reading.parse("decoupled/matrices")]
     paperlike = {"no decay": 0.15, "window [0,5000) 4e-3": 0.15, "window [5000,10000) 4e-3": 0.93,

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from critwin.bridge.cli import main
+from critwin.cli.main import main
 from critwin.empirical import RunStore
 
-CRITWIN = [sys.executable, "-m", "critwin.bridge.cli"]
+CRITWIN = [sys.executable, "-m", "critwin.cli"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "CRITWIN_RESUME_SECONDS": "0"}
 SMALL = ["--set", "d=16", "--set", "eval_every=50", "--set", "batch_size=32"]
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from critwin.bridge.cli import main
+from critwin.cli.main import main
 from critwin.bridge.fit import LAWS, LawFit, held_out_test, law_shape
 from critwin.bridge.observed import observed_times, timescales
 from critwin.empirical import RunStore, load_runs

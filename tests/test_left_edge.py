@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from critwin.bridge.cli import main
+from critwin.cli.main import main
 from critwin.bridge.left_edge import (early_peak, fit_s_star, gain_curves, left_edge_table, observed_edges,
                                       plateau_end, predicted_edge, probe_configs)
 from critwin.empirical import Run, RunStore, load_summaries

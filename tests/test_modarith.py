@@ -6,7 +6,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from critwin.bridge.cli import main
+from critwin.cli.main import main
 from critwin.empirical.tasks import make_task
 from critwin.empirical.tasks.modarith import ModularAdditionTask
 from critwin.errors import ConfigError

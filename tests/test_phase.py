@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from critwin.bridge.cli import main
-from critwin.bridge.phase import PhaseGrid, timing_sensitivity
-from critwin.bridge.readings import Reading
+from critwin.cli.main import main
+from critwin.paper_checks.phase import PhaseGrid, timing_sensitivity
+from critwin.paper_checks.readings import Reading
 from critwin.empirical import RunStore
 from critwin.errors import ConfigError
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from critwin.bridge.cli import main
+from critwin.cli.main import main
 from critwin.empirical import RunStore, TrainConfig
 from critwin.empirical.store import CLAIM_PREFIX, TMP_PREFIX
 from critwin.empirical.sweep import LocalExecutor, SweepSpec, config_from_flat, run_sweep, summarize
@@ -32,7 +32,7 @@ def _dead_pid() -> int:
 def _no_training(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("training started before the store was checked")
-    import critwin.bridge.train_commands as tc
+    import critwin.cli.train as tc
     import critwin.empirical.sweep.runner as runner
     monkeypatch.setattr(tc, "train", boom)
     monkeypatch.setattr(runner, "run_pack", boom)
@@ -133,7 +133,7 @@ def test_claims_are_exclusive_among_live_processes(tmp_path):
 def test_two_concurrent_sweeps_split_the_runs(tmp_path):
     sets = ["--set", "d=16", "--set", "steps=60", "--set", "batch_size=32", "--set", "eval_every=30",
             "--set", "seed=" + ",".join(map(str, range(6)))]
-    cmd = [sys.executable, "-m", "critwin.bridge.cli", "sweep", "run", *sets, "--workers", "1",
+    cmd = [sys.executable, "-m", "critwin.cli", "sweep", "run", *sets, "--workers", "1",
            "--store", str(tmp_path), "--no-progress", "--json"]
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for _ in range(2)]
     outs = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
@@ -249,7 +249,7 @@ def test_diverged_theory_schedule_says_so(capsys, tmp_path):
 
 # 12. help does not import torch ----------------------------------------------------------------
 def test_help_and_theory_commands_do_not_import_torch():
-    code = ("import sys\nfrom critwin.bridge.cli import main\n"
+    code = ("import sys\nfrom critwin.cli.main import main\n"
             "for argv in (['--help'], ['theory', '--help']):\n"
             "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
             "print('torch' in sys.modules)\n")
@@ -352,7 +352,7 @@ def test_a_killed_sweep_continues_its_run_in_progress_from_the_resume_state(tmp_
     from critwin.empirical.train import train
     store_dir = tmp_path / "store"
     sets = ["d=16", "steps=3000", "batch_size=32", "eval_every=100"]
-    cmd = [sys.executable, "-m", "critwin.bridge.cli", "sweep", "run", *[a for s in sets for a in ("--set", s)],
+    cmd = [sys.executable, "-m", "critwin.cli", "sweep", "run", *[a for s in sets for a in ("--set", s)],
            "--workers", "1", "--pack", "1", "--store", str(store_dir), "--no-progress"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "CRITWIN_RESUME_SECONDS": "0"})
@@ -384,7 +384,7 @@ def test_a_killed_sweep_continues_its_pack_in_progress_from_the_pack_state(tmp_p
     from critwin.empirical.engine import train_pack
     store_dir = tmp_path / "store"
     sets = ["d=16", "steps=3000", "batch_size=32", "eval_every=100", "seed=0,1"]
-    cmd = [sys.executable, "-m", "critwin.bridge.cli", "sweep", "run", *[a for s in sets for a in ("--set", s)],
+    cmd = [sys.executable, "-m", "critwin.cli", "sweep", "run", *[a for s in sets for a in ("--set", s)],
            "--workers", "1", "--pack", "2", "--store", str(store_dir), "--no-progress"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "CRITWIN_RESUME_SECONDS": "0"})

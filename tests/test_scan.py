@@ -2,7 +2,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from critwin.bridge.cli import main
+from critwin.cli.main import main
 from critwin.empirical.tasks.scan import all_commands, split_lines
 
 

@@ -88,7 +88,7 @@ def test_training_logs_sequence_metrics():
 def test_train_scan_command(tmp_path, capsys):
     import json
 
-    from critwin.bridge.cli import main
+    from critwin.cli.main import main
     code = main(["train", "scan", "--d", "16", "--steps", "10", "--eval-every", "5", "--eval-max", "20",
                  "--store", str(tmp_path), "--no-progress", "--json"])
     d = json.loads(capsys.readouterr().out)

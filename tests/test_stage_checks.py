@@ -99,7 +99,7 @@ def test_anchor_checks_refuse_the_cpu_size():
 def test_s1_end_to_end_at_quick_size(tmp_path, capsys):
     import json
 
-    from critwin.bridge.cli import main
+    from critwin.cli.main import main
     code = main(["check", "S1", "--size", "quick", "--store", str(tmp_path / "runs"), "--results",
                  str(tmp_path / "res"), "--no-progress", "--workers", "1", "--json"])
     d = json.loads(capsys.readouterr().out)
@@ -207,7 +207,7 @@ def test_cosine_lr_final_is_validated():
 def test_s6_freeze_points_trade_resolution_for_cost(tmp_path, capsys):
     """--freeze-points N: N evenly spaced freeze steps instead of the protocol's 9, labelled in
     the verdict; only S6 takes it, and only a count >= 1."""
-    from critwin.bridge.cli import main
+    from critwin.cli.main import main
     s6 = CHECKS["S6"]
     flat, grid, comps, seeds, every = s6.plan("cpu", points=4)
     assert grid == [every * k for k in (1, 2, 3, 4)] and every == flat["steps"] // 5

@@ -93,7 +93,7 @@ def test_predicted_stages_of_a_small_task():
 def test_theory_stages_command(capsys, tmp_path):
     import json
 
-    from critwin.bridge.cli import main
+    from critwin.cli.main import main
     code = main(["theory", "stages", "--task", "decomposition", "--hops", "2", "--chemistries", "10",
                  "--features", "context,links", "--out-csv", str(tmp_path / "c.csv"), "--out", str(tmp_path), "--json"])
     d = json.loads(capsys.readouterr().out)
@@ -143,7 +143,7 @@ def test_bridge_stages_command_by_change_points(tmp_path, capsys):
 
     import pandas as pd
 
-    from critwin.bridge.cli import main
+    from critwin.cli.main import main
     from critwin.empirical import Run, RunStore
     from critwin.paper_checks import CHECKS
     cfg = next(c for (name, _, s), c in CHECKS["S3"].configs("cpu").items() if name.endswith("h2") and s == 0)

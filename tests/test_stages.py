@@ -63,7 +63,7 @@ def test_stages_command_on_stored_curves(tmp_path, capsys):
 
     import pandas as pd
 
-    from critwin.bridge.cli import main
+    from critwin.cli.main import main
     from critwin.empirical import Run, RunStore, TrainConfig
     store = RunStore(tmp_path / "runs")
     for seed, rise, lr in ((0, 300, 3e-3), (1, 500, 3e-3), (2, None, 3e-3), (0, 800, 1e-3)):
@@ -107,7 +107,7 @@ def test_plasticity_window_from_stored_curves(tmp_path, capsys):
     assert list(t.final_mean) == [0.97, 0.1, 0.97]           # frozen at 400 the curve stays at its start
     import json
 
-    from critwin.bridge.cli import main
+    from critwin.cli.main import main
     code = main(["plasticity", "--set", "steps=2000", "--set", "d=16", "--component", "layer0,layer1", "--start", "100",
                  "--stop", "1000", "--every", "300", "--seeds", "2", "--delay", "100", "--store", str(tmp_path / "runs"),
                  "--no-train", "--no-branch", "--out", str(tmp_path / "o"), "--json"])
@@ -160,7 +160,7 @@ def test_plasticity_from_a_stored_baseline_shares_its_runs(tmp_path, capsys):
 
     import pandas as pd
 
-    from critwin.bridge.cli import main
+    from critwin.cli.main import main
     from critwin.empirical import RunStore
     from critwin.empirical.sweep import config_from_flat
     store = RunStore(tmp_path / "runs")

@@ -146,7 +146,7 @@ def test_killed_sweep_resumes_with_exactly_the_missing_runs(tmp_path):
     store_dir = tmp_path / "store"
     sets = ["--set", "d=16", "--set", "steps=300", "--set", "batch_size=32", "--set", "eval_every=50",
             "--set", "seed=" + ",".join(map(str, range(8)))]
-    cmd = [sys.executable, "-m", "critwin.bridge.cli", "sweep", "run", *sets, "--workers", "1",
+    cmd = [sys.executable, "-m", "critwin.cli", "sweep", "run", *sets, "--workers", "1",
            "--pack", "1", "--store", str(store_dir), "--no-progress"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120

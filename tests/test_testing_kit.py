@@ -10,23 +10,23 @@ from pathlib import Path
 import pytest
 from hypothesis import strategies as st
 
-from critwin.bridge.cli import main
+from critwin.cli.main import main
 from critwin.empirical.tasks import AlchemyTask, ModularAdditionTask, PermutationAnchorTask, ShiftAnchorTask
 from critwin.testing import KitSpec, assert_task, check_task
 
 
 
 def _readme_blocks() -> tuple[str, str]:
-    """The README's kit example: its code and the output it says the code prints."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme[readme.index("## Property-testing a task generator"):]
+    """The kit guide's example (docs/testing_kit.md): its code and the output it says the code prints."""
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "testing_kit.md").read_text()
+    section = readme[readme.index("# Property-testing a task generator"):]
     code, printed = re.findall(r"```(?:python)?\n(.*?)```", section, re.S)[:2]
     return code, printed
 
 
 @pytest.fixture(scope="module")
 def readme_example():
-    """The README's example, run once, as an importable module (the CLI takes module:callable)
+    """The kit guide's example, run once, as an importable module (the CLI takes module:callable)
     with what it printed; `leaky_sum_task` is its SumTask with the bug switched on."""
     code, _ = _readme_blocks()
     mod = types.ModuleType("readme_kit_example")

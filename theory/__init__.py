@@ -2,18 +2,18 @@
 
 Pure math (numpy, scipy, sympy); never imports torch or ``critwin.empirical``.
 """
-from .basin import basin, paper_bound
-from .derive import derive
-from ..errors import ConfigError
-from .flow import integrate_flow
-from .laws import compare_laws, escape_times
-from .optimizers import run_discrete
-from .rates import compute_rates
-from .reduced import crossing_times, simulate_reduced
-from ..schedules import Schedule
-from .setting import StylisedSetting, build_problem
-from .stylised import init_params
-from .windows import budget_comparison, onset_sweep, predict, simulate
+from critwin.theory.basin import basin, paper_bound
+from critwin.theory.derive import derive
+from critwin.errors import ConfigError
+from critwin.theory.flow import integrate_flow
+from critwin.theory.laws import compare_laws, escape_times
+from critwin.theory.optimizers import run_discrete
+from critwin.theory.rates import compute_rates
+from critwin.theory.reduced import crossing_times, simulate_reduced
+from critwin.schedules import Schedule
+from critwin.theory.setting import StylisedSetting, build_problem
+from critwin.theory.stylised import init_params
+from critwin.theory.windows import budget_comparison, onset_sweep, predict, simulate
 
 __all__ = ["ConfigError", "Schedule", "StylisedSetting", "basin", "budget_comparison",
            "build_problem", "compare_laws", "compute_rates", "crossing_times", "derive",

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..schedules import Schedule
-from .setting import StylisedSetting
-from .windows import simulate
+from critwin.schedules import Schedule
+from critwin.theory.setting import StylisedSetting
+from critwin.theory.windows import simulate
 
 
 def reduced_vs_full(s: StylisedSetting, schedule: Schedule, law: str = "bilinear",

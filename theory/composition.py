@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import sympy as sp
 
-from ..errors import ConfigError
+from critwin.errors import ConfigError
 
 OPTIMIZERS = ("gd", "momentum", "adam")
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ..schedules import Schedule
-from .setting import Problem, pair_gram
-from .stylised import Params, couplings, reasoning_fraction
+from critwin.schedules import Schedule
+from critwin.theory.setting import Problem, pair_gram
+from critwin.theory.stylised import Params, couplings, reasoning_fraction
 
 
 @dataclass(frozen=True)

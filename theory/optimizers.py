@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..schedules import Schedule
-from .setting import Problem
-from .stylised import Params, init_params, loss_and_grads, order_parameters, reasoning_fraction
+from critwin.errors import ConfigError
+from critwin.schedules import Schedule
+from critwin.theory.setting import Problem
+from critwin.theory.stylised import Params, init_params, loss_and_grads, order_parameters, reasoning_fraction
 
 OPTIMIZERS = ("gd", "momentum", "adamw")
 DECAY_FORMS = ("decoupled", "l2")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .setting import Problem, StylisedSetting, build_problem, check_gamma, pair_gram
+from critwin.theory.setting import Problem, StylisedSetting, build_problem, check_gamma, pair_gram
 
 SIGMA_DEF_TEXT = {
     "gram": "smallest nonzero eigenvalue of sum_k e_k e_k^T (= 1 for orthonormal keys)",

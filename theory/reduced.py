@@ -22,8 +22,8 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from ..errors import ConfigError
-from ..schedules import Schedule
+from critwin.errors import ConfigError
+from critwin.schedules import Schedule
 
 LAWS = ("bilinear", "linear")
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..schedules import Schedule
-from .rates import compute_rates
-from .reduced import simulate_reduced
-from .setting import StylisedSetting
+from critwin.errors import ConfigError
+from critwin.schedules import Schedule
+from critwin.theory.rates import compute_rates
+from critwin.theory.reduced import simulate_reduced
+from critwin.theory.setting import StylisedSetting
 
 REGIMES = ("none", "uniform", "graded", "window")
 

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from ..errors import ConfigError
+from critwin.errors import ConfigError
 
 EMBEDDINGS = ("orthonormal", "unit", "gaussian")
 SIGMA_DEFS = ("gram", "gram_mean", "literal")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
+from critwin.errors import ConfigError
 
 
 class LinearReadoutFlow:

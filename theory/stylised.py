@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .setting import Problem
+from critwin.theory.setting import Problem
 
 NAMES = ("M", "W1", "W2")
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
-from .flow import integrate_flow
-from .optimizers import optimizer_time_scale, run_discrete
-from .rates import c_r, compute_rates, sigma_e
-from .reduced import check_law, crossing_times, simulate_reduced
-from ..schedules import Schedule
-from .setting import StylisedSetting, build_problem, check_gamma
-from .stylised import init_params
+from critwin.errors import ConfigError
+from critwin.theory.flow import integrate_flow
+from critwin.theory.optimizers import optimizer_time_scale, run_discrete
+from critwin.theory.rates import c_r, compute_rates, sigma_e
+from critwin.theory.reduced import check_law, crossing_times, simulate_reduced
+from critwin.schedules import Schedule
+from critwin.theory.setting import StylisedSetting, build_problem, check_gamma
+from critwin.theory.stylised import init_params
 
 METHODS = ("recipe", "recipe_adamw", "reduced", "full", "adamw")
 ENGINES = ("reduced", "full", "gd", "momentum", "adamw")   # the last three: discrete steps (optimizers.py)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...errors import ConfigError
+from critwin.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..tasks.sequence import IGNORE
+from critwin.empirical.tasks.sequence import IGNORE
 
 
 @torch.no_grad()

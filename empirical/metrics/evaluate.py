@@ -13,7 +13,7 @@ def evaluate_split(model, split, device, batch: int = 4096) -> dict:
     """{'loss', 'acc'}; 'symmetric_rate' where the split has symmetric targets; the Alchemy
     events where it has their metadata (see `alchemy_events`)."""
     if split.targets.ndim == 2:                   # a language-model task (tasks/sequence.py)
-        from .decode import evaluate_sequences
+        from critwin.empirical.metrics.decode import evaluate_sequences
         return evaluate_sequences(model, split, device)
     x = torch.as_tensor(split.inputs, device=device)
     batch = max(1, min(batch, EVAL_ATTENTION_BUDGET // max(1, x.shape[1] ** 2)))   # long contexts: smaller batches

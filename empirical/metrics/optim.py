@@ -21,7 +21,7 @@ import math
 
 import torch
 
-from ..interventions.decay import adam_scaled_step, adam_v_hat
+from critwin.empirical.interventions.decay import adam_scaled_step, adam_v_hat
 
 PARAM_GROUPS = ("attn", "mlp", "norm", "head", "embedding")
 

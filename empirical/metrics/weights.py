@@ -45,7 +45,7 @@ def stacked_weight_metrics(template, params: dict, k: int = 4) -> list[dict]:
     stacked model (params: parameter name of `template` -> tensor with a leading member axis),
     with one batched SVD per quantity instead of one per member: what the functions above give
     for each member alone (the engine logs a whole pack at every evaluation with it)."""
-    from .optim import PARAM_GROUPS, parameter_group
+    from critwin.empirical.metrics.optim import PARAM_GROUPS, parameter_group
     names = {id(p): n for n, p in template.named_parameters()}
     finite = torch.stack([torch.isfinite(t).flatten(1).all(1) for t in params.values()]).all(0)
 

@@ -14,7 +14,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .transformer import ModelConfig, sinusoidal_positions
+from critwin.empirical.models.transformer import ModelConfig, sinusoidal_positions
 
 
 def _linear(x, p: dict, name: str):

@@ -21,7 +21,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ...errors import ConfigError
+from critwin.errors import ConfigError
 
 INITS = ("multiplier", "exponent", "pytorch")
 LAYER_INITS = ("independent", "cloned")

@@ -1,9 +1,9 @@
 """Sweeps: grids of run configs, executors (local processes, Dask), resume, aggregation."""
-from .aggregate import summarize
-from .edge import find_edge
-from .executors import EXECUTORS, DaskExecutor, LocalExecutor, make_executor, run_config
-from .runner import SweepResult, run_sweep
-from .spec import KEYS, SweepSpec, config_from_flat, parse_value
+from critwin.empirical.sweep.aggregate import summarize
+from critwin.empirical.sweep.edge import find_edge
+from critwin.empirical.sweep.executors import EXECUTORS, DaskExecutor, LocalExecutor, make_executor, run_config
+from critwin.empirical.sweep.runner import SweepResult, run_sweep
+from critwin.empirical.sweep.spec import KEYS, SweepSpec, config_from_flat, parse_value
 
 __all__ = ["EXECUTORS", "KEYS", "DaskExecutor", "LocalExecutor", "SweepResult", "SweepSpec",
            "config_from_flat", "find_edge", "make_executor", "parse_value", "run_config",

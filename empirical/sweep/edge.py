@@ -5,10 +5,10 @@ import math
 
 import numpy as np
 
-from ...errors import ConfigError
-from ..store import RunStore
-from .runner import run_sweep
-from .spec import KEYS, config_from_flat
+from critwin.errors import ConfigError
+from critwin.empirical.store import RunStore
+from critwin.empirical.sweep.runner import run_sweep
+from critwin.empirical.sweep.spec import KEYS, config_from_flat
 
 
 def find_edge(base: dict, param: str, lo: float, hi: float, resolution: float, threshold: float,

@@ -16,7 +16,7 @@ import warnings
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 
-from ...errors import ConfigError, one_line_warning
+from critwin.errors import ConfigError, one_line_warning
 
 EXECUTORS = ("local", "dask", "dask-local")
 CONNECT_SECONDS = 10     # how long a Dask executor waits for its scheduler to answer
@@ -125,8 +125,8 @@ def _report_steps(n: int) -> None:
 def run_config(item) -> dict:
     """Worker task: train one resolved config, or (config, checkpoint or None, resume file or
     None) for a run trained alone; never raises (errors come back as data)."""
-    from ..config import TrainConfig
-    from ..train import train
+    from critwin.empirical.config import TrainConfig
+    from critwin.empirical.train import train
     config, start, resume = item if isinstance(item, tuple) else (item, None, None)
     try:
         _one_thread()
@@ -141,8 +141,8 @@ def run_pack(item) -> list[dict]:
     """Worker task: train a Pack as one stacked model, or a list of runs trained alone as
     `run_config` does; one result per config, never raises. A pack that fails is trained again
     member by member, so a bad config fails only itself."""
-    from ..config import TrainConfig
-    from ..engine import train_pack
+    from critwin.empirical.config import TrainConfig
+    from critwin.empirical.engine import train_pack
     if not isinstance(item, Pack):
         return [run_config(x) for x in item]
     try:

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ...errors import ConfigError, CorruptRunError
-from ..config import TrainConfig
-from ..environment import environment
-from ..store import Run, RunStore
-from ..engine import on_engine, pack_size, packs
-from .executors import LOST, LocalExecutor, Pack, run_pack
+from critwin.errors import ConfigError, CorruptRunError
+from critwin.empirical.config import TrainConfig
+from critwin.empirical.environment import environment
+from critwin.empirical.store import Run, RunStore
+from critwin.empirical.engine import on_engine, pack_size, packs
+from critwin.empirical.sweep.executors import LOST, LocalExecutor, Pack, run_pack
 
 
 @dataclass

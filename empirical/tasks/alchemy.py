@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import ConfigError
-from .alchemy_chemistry import (FEATURE_VALUES, HELD_OUT_RULES, PAIRS, POTIONS, REWARDS, Chemistry, corner,
+from critwin.errors import ConfigError
+from critwin.empirical.tasks.alchemy_chemistry import (FEATURE_VALUES, HELD_OUT_RULES, PAIRS, POTIONS, REWARDS, Chemistry, corner,
                                 held_out_split)
-from .base import Split, TaskData
+from critwin.empirical.tasks.base import Split, TaskData
 
 VARIANTS = ("withheld", "composition", "decomposition")
 QUERY_ENDS = ("io", "potion")
@@ -299,7 +299,7 @@ class AlchemyTask:
         queries); every answer is the query stone moved by its potions in its chemistry
         (`query_answers`); 8 / 48 / 24 queries per chemistry (withheld / composition /
         decomposition); the withheld task has no query potion in its support."""
-        from ...testing import KitSpec
+        from critwin.testing import KitSpec
         chem = lambda s: s.extra["chemistry"]   # noqa: E731
         per = QUERIES_PER_CHEMISTRY[self.variant]
         counts = lambda data: {k: per * len(np.unique(v.extra["chemistry"])) for k, v in data.splits.items()}  # noqa: E731

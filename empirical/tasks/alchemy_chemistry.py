@@ -36,7 +36,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ...errors import ConfigError
+from critwin.errors import ConfigError
 
 POTIONS = ("RED", "GREEN", "ORANGE", "YELLOW", "PINK", "CYAN")   # index = 2 * axis + (direction + 1) / 2
 PAIRS = (("RED", "GREEN"), ("ORANGE", "YELLOW"), ("PINK", "CYAN"))

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import ConfigError
-from .base import Split, TaskData
+from critwin.errors import ConfigError
+from critwin.empirical.tasks.base import Split, TaskData
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class PermutationAnchorTask:
     def kit_spec(self):
         """For `critwin.testing`: train and OOD are disjoint by anchor pair; each target is
         pi_j(pi_i(k)) read from the inputs; every pair appears once per key."""
-        from ...testing import KitSpec
+        from critwin.testing import KitSpec
 
         def oracle(data, name, split):
             perms = data.info["permutations"]

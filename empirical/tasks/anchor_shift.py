@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import ConfigError
-from .base import Split, TaskData
+from critwin.errors import ConfigError
+from critwin.empirical.tasks.base import Split, TaskData
 
 SHIFTS = {1: 5, 2: 1, 3: -2, 4: -8}
 SEQ_LEN, VOCAB, KEY_LOW, KEY_HIGH, POSITIONS = 9, 201, 20, 99, 7
@@ -76,7 +76,7 @@ class ShiftAnchorTask:
         """For `critwin.testing`: the held-out anchor pair never occurs in training; ID test and
         train are split by (x mod id_modulus) = position, so no row is in both; targets are
         x + s(a1) + s(a2) read from the row (x - 6 on the trained odd pair)."""
-        from ...testing import KitSpec, split_rows
+        from critwin.testing import KitSpec, split_rows
 
         def oracle(data, name, split):
             out = []

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import ConfigError
-from .base import Split, TaskData
+from critwin.errors import ConfigError
+from critwin.empirical.tasks.base import Split, TaskData
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class ModularAdditionTask:
     def kit_spec(self):
         """For `critwin.testing`: the pair (a, b) is the identity; targets are (a + b) mod p;
         the splits hold round(train_frac p^2) and the rest of the p^2 pairs."""
-        from ...testing import KitSpec
+        from critwin.testing import KitSpec
         n = int(round(self.train_frac * self.p ** 2))
         return KitSpec(disjoint=(("train", "test", lambda s: s.inputs[:, :2]),),
                        oracle=lambda data, name, s: (s.inputs[:, 0] + s.inputs[:, 1]) % self.p,

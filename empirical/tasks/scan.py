@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...errors import ConfigError
+from critwin.errors import ConfigError
 
 PRIMITIVES = ("walk", "look", "run", "jump")
 DIRECTIONS = ("left", "right")
@@ -119,7 +119,7 @@ class ScanTask:
         self.split, self.seed = split, int(seed)
 
     def generate(self):
-        from .base import Split, TaskData
+        from critwin.empirical.tasks.base import Split, TaskData
         out = {}
         for k, (name, pairs) in enumerate(split_pairs(self.split).items()):
             order = np.random.default_rng(np.random.SeedSequence([self.seed, 7, k])).permutation(len(pairs))
@@ -139,7 +139,7 @@ class ScanTask:
         """For `critwin.testing`: train and test share no command; every action sequence is the
         command's meaning computed by `interpret` (a top-down reading of the grammar, independent
         of the bottom-up generation above); the standard files' line counts."""
-        from ...testing import KitSpec
+        from critwin.testing import KitSpec
 
         def oracle(data, name, split):
             Y = np.zeros_like(split.targets)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Split, TaskData
+from critwin.empirical.tasks.base import Split, TaskData
 
 IGNORE = -100
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The long Alchemy run at the authors' recipe: withheld task, the paper's model, seed SEED (default 0),
 # 150 epochs, a checkpoint every 10 epochs, a resume state every 5 minutes, one torch thread.
-# Run it again (same arguments) to continue from the resume state after a stop.
+# Run it again (same arguments) to continue from the resume state after a stop. On a new machine it first
+# takes the state carried in the repository (carry.py restore), unless the store's own is further on;
+# after a stretch of training, `python3 carry.py save "$STORE/store"` and commit carry/ to carry it on.
 # Its run is S1's at --size authors (and S6's baseline), so the checks read it:
 #   critwin check S1 --size authors --seeds 1 --store "$STORE" --no-train
 # Usage: STORE=runs/alchemy_authors bash train_long.sh [SEED]
@@ -9,6 +11,10 @@ set -euo pipefail
 STORE="${STORE:-runs/alchemy_authors}"
 SEED="${1:-0}"
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+HERE="$(cd "$(dirname "$0")" && pwd)"
+if [ "$SEED" = 0 ] && [ -f "$HERE/carry/manifest.json" ]; then
+  python3 "$HERE/carry.py" restore "$STORE/store" || true
+fi
 exec critwin train alchemy --task withheld --size authors --epochs 150 --seed "$SEED" \
   --checkpoints 3430 6860 10290 13720 17150 20580 24010 27440 30870 34300 37730 41160 44590 48020 \
   --store "$STORE/store" --threads 1

@@ -4,16 +4,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from critwin.bridge import figures
+from critwin.bridge.compare import as_frame, compare
+from critwin.bridge.fit import fit_columns, fit_store, fit_summary
+from critwin.bridge.observed import QUANTITIES
+from critwin.bridge.table import format_table
+from critwin.empirical import RunStore, load_summaries
+from critwin.paper_checks import CHECKS
+from critwin.paper_checks.base import DEFAULT_READING, reading_label
 
-from .. import theory as th
-from ..empirical import RunStore, load_summaries
-from ..paper_checks import CHECKS
-from ..paper_checks.base import DEFAULT_READING, reading_label
-from . import figures
-from .compare import as_frame, compare
-from .fit import fit_columns, fit_store, fit_summary
-from .observed import QUANTITIES
-from .table import format_table
+from critwin import theory as th
 
 
 def _md_table(rows: list[dict], cols: list[str]) -> str:
@@ -120,19 +120,3 @@ def build_report(store, out, threshold: float = 0.5, wd_scales=(1.0,), fit_gamma
     return path
 
 
-def cmd_report(args):
-    path = build_report(args.store, args.out, args.threshold, tuple(args.wd_scale), args.fit_gamma,
-                        "skip" if args.skip_corrupt else "raise")
-    return {"report": str(path)}, f"report: {path}"
-
-
-def register(p):
-    from .bridge_commands import add_store_args
-    add_store_args(p)
-    p.add_argument("--out", default="report")
-    p.add_argument("--threshold", type=float, default=0.5)
-    p.add_argument("--wd-scale", type=float, nargs="+", default=[1.0],
-                   help="decay scales whose check runs to report (as given to critwin check --wd-scale)")
-    p.add_argument("--fit-gamma", type=float, default=0.8)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=cmd_report)

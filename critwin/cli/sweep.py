@@ -2,39 +2,20 @@
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
-from ..empirical import RunStore
-from ..empirical.sweep import EXECUTORS, SweepSpec, find_edge, make_executor, run_sweep, summarize
-from ..errors import ConfigError
-from .table import format_table
-
+from critwin.bridge.table import format_table
+from critwin.cli.common import add_executor_args, executor_from
+from critwin.empirical import RunStore
+from critwin.empirical.sweep import (
+    SweepSpec,
+    find_edge,
+    run_sweep,
+    summarize,
+)
+from critwin.errors import ConfigError
 
 LOST_RUNS = 3       # exit code of a sweep that trained runs it could not store (a dead worker, a full disk)
-
-
-def add_executor_args(p):
-    """--executor, --workers, --scheduler: where runs are trained."""
-    p.add_argument("--executor", choices=EXECUTORS, default="local",
-                   help="local process pool, a Dask scheduler (--scheduler), or a Dask LocalCluster")
-    p.add_argument("--workers", type=int, default=None, help="worker processes (default: CPU cores)")
-    p.add_argument("--scheduler", default=None, help="Dask scheduler address, e.g. tcp://host:8786")
-    p.add_argument("--pack", type=int, default=None,
-                   help="train up to this many compatible runs as one stacked model per worker (default: 64 on"
-                        " cuda, 8 on cpu: benchmarks/bench_engine.py); 1: each run alone, the plain loop")
-
-
-@contextmanager
-def executor_from(args, enabled: bool = True):
-    """The executor a command's --executor / --workers / --scheduler / --pack ask for (None when
-    the command will not train), closed when the block ends, however it ends."""
-    ex = make_executor(args.executor, args.workers, args.scheduler, args.pack) if enabled else None
-    try:
-        yield ex
-    finally:
-        if ex is not None:
-            ex.close()
 
 
 def _executor_args(p):

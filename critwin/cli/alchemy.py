@@ -3,11 +3,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ConfigError
+from critwin.errors import ConfigError
 
 
 def cmd_export(args):
-    from ..empirical.tasks.alchemy_chemistry import Chemistry, complete_chemistries, export_text
+    from critwin.empirical.tasks.alchemy_chemistry import (
+        Chemistry,
+        complete_chemistries,
+        export_text,
+    )
     if args.complete == (args.chemistry is not None):
         raise ConfigError("chemistry", args.chemistry, "either --complete (all 1,536) or --chemistry ID, not both")
     chems = complete_chemistries() if args.complete else [Chemistry.from_id(args.chemistry)]
@@ -26,7 +30,7 @@ def cmd_export(args):
 
 
 def cmd_show(args):
-    from ..empirical.tasks.alchemy_chemistry import Chemistry
+    from critwin.empirical.tasks.alchemy_chemistry import Chemistry
     c = Chemistry.from_id(args.id)
     payload = {"id": c.id, "potion_map": c.potion_map, "stone_map": c.stone_map, "graph": c.graph,
                "rotation": c.rotation, "transitions": [c.transition_text(s, p, e) for s, p, e in c.transitions()]}

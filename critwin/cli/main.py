@@ -7,62 +7,46 @@ import shlex
 import sys
 import warnings
 
-from ..errors import ConfigError, CorruptRunError, one_line_warning
+from critwin.cli.common import jsonable
+from critwin.errors import ConfigError, CorruptRunError, one_line_warning
 
-
-def _jsonable(o):
-    import numpy as np
-    if isinstance(o, dict):
-        return {str(k): _jsonable(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_jsonable(v) for v in o]
-    if isinstance(o, np.ndarray):
-        return _jsonable(o.tolist())
-    if isinstance(o, (np.floating, float)):
-        v = float(o)
-        return v if np.isfinite(v) else None
-    if isinstance(o, np.integer):
-        return int(o)
-    return o
-
-
-# group -> (help, description, module, register function(s) and their subcommand metavar).
+# group -> (help, description, command module, register function and its subcommand metavar).
 # A group's module is imported only when that group is used, so `critwin --help` and the
 # theory commands start without importing torch.
 GROUPS = {
     "theory": ("rate equations and predicted windows (no training)",
-               "Derive, integrate and predict with the stylised model.", "theory_commands", "register", "COMMAND"),
+               "Derive, integrate and predict with the stylised model.", "critwin.cli.theory", "register", "COMMAND"),
     "train": ("train Transformers with interventions",
-              "Train one run and store it (skipped if already stored).", "train_commands", "register", "TASK"),
+              "Train one run and store it (skipped if already stored).", "critwin.cli.train", "register", "TASK"),
     "sweep": ("grids of runs on local processes or Dask", "Run, resume and bisect sweeps of training runs.",
-              "sweep_commands", "register_sweep", "COMMAND"),
-    "runs": ("inspect and aggregate the run store", None, "sweep_commands", "register_runs", "COMMAND"),
-    "bridge": ("theory against trained runs", "Compare predicted and observed windows.", "bridge_commands",
+              "critwin.cli.sweep", "register_sweep", "COMMAND"),
+    "runs": ("inspect and aggregate the run store", None, "critwin.cli.sweep", "register_runs", "COMMAND"),
+    "bridge": ("theory against trained runs", "Compare predicted and observed windows.", "critwin.cli.bridge",
                "register", "COMMAND"),
     "demo": ("predict the window, then verify it on a few quick trained runs",
              "The main job: theory's predicted window, quick runs before/inside/after it, a table and a figure.",
-             "demo", "register", None),
-    "report": ("Markdown report of the checks present in a store", None, "report", "register", None),
+             "critwin.cli.demo", "register", None),
+    "report": ("Markdown report of the checks present in a store", None, "critwin.cli.report", "register", None),
     "check": ("run a paper check (claim id or all)",
-              "Paper value, measured value, tolerance and verdict for a headline claim.", "check_commands",
+              "Paper value, measured value, tolerance and verdict for a headline claim.", "critwin.cli.check",
               "register", None),
     "readings": ("which reading of the paper's decay reproduces its tables",
                  "Score decay readings (form, decayed set, scale, head bias) by their distance to the paper's"
                  " numbers over task instances and seeds, with and without the onset-0 hypothesis.",
-                 "readings", "register", None),
-    "alchemy": ("the Alchemy symbolic chemistry: export and show", None, "alchemy_commands", "register", "COMMAND"),
-    "scan": ("SCAN generated from its grammar: export the standard splits", None, "scan_commands", "register",
+                 "critwin.cli.readings", "register", None),
+    "alchemy": ("the Alchemy symbolic chemistry: export and show", None, "critwin.cli.alchemy", "register", "COMMAND"),
+    "scan": ("SCAN generated from its grammar: export the standard splits", None, "critwin.cli.scan", "register",
              "COMMAND"),
-    "stages": ("stage times of learning curves (threshold rule or change points), over seeds", None, "stages",
+    "stages": ("stage times of learning curves (threshold rule or change points), over seeds", None, "critwin.cli.stages",
                "register", None),
     "plasticity": ("freeze a component from each step t_f: how much later a stage comes (the window)", None,
-                   "stages", "register_plasticity", None),
+                   "critwin.cli.stages", "register_plasticity", None),
     "freeze-sweep": ("the same command as plasticity, under another name: freeze branches of a"
-                     " baseline and their delays", None, "stages", "register_plasticity", None),
-    "tasks": ("property-test task generators (the testing kit)", None, "task_commands", "register", "COMMAND"),
+                     " baseline and their delays", None, "critwin.cli.stages", "register_plasticity", None),
+    "tasks": ("property-test task generators (the testing kit)", None, "critwin.cli.tasks", "register", "COMMAND"),
     "phase": ("final OOD over decay strength x window onset x gamma, with predicted windows",
               "The (lambda, onset, gamma) map under one decay reading; resumable runs in the store.",
-              "phase", "register", None),
+              "critwin.cli.phase", "register", None),
 }
 
 
@@ -77,7 +61,7 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
         p = groups.add_parser(name, help=help_, description=desc or help_)
         if wanted is not None and name != wanted:
             continue
-        register = getattr(importlib.import_module(f"{__package__}.{module}"), fn)
+        register = getattr(importlib.import_module(module), fn)
         register(p.add_subparsers(dest="command", metavar=metavar, required=True) if metavar else p)
     return parser
 
@@ -114,7 +98,7 @@ def main(argv=None) -> int:
     finally:
         warnings.formatwarning = shown
     if getattr(args, "json", False):
-        print(json.dumps(_jsonable(payload), indent=1))
+        print(json.dumps(jsonable(payload), indent=1))
     else:
         print(text)
     return code[0] if code else 0

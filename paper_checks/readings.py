@@ -12,15 +12,14 @@ paper, so that row equals the no-decay run of the same task instance and seed).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from critwin.empirical.sweep import run_sweep
+from critwin.paper_checks import CHECKS
+from critwin.paper_checks.base import distance, final_metric, scale_text
 
-from ..empirical.sweep import run_sweep
-from ..errors import ConfigError
-from ..paper_checks import CHECKS
-from ..paper_checks.base import distance, final_metric, scale_text
+from critwin.errors import ConfigError
 
 # The rows a cheap ranking runs: the core contrast, the cliff and the collapse of large decay.
 RANK_ROWS = (("W2", "no decay"), ("W2", "window [0,5000) 4e-3"), ("W1", "window [5000,10000) 4e-3"),
@@ -62,8 +61,8 @@ class Reading:
 
     def options(self) -> dict:
         opts = {"decay_form": self.decay_form, "decay_set": self.decay_set, "head_bias": self.head_bias}
-        from ..empirical import TrainConfig
-        from ..empirical.models import ModelConfig
+        from critwin.empirical import TrainConfig
+        from critwin.empirical.models import ModelConfig
         TrainConfig(decay_form=self.decay_form, decay_set=self.decay_set, model=ModelConfig(head_bias=self.head_bias))
         if not (np.isfinite(self.wd_scale) and self.wd_scale > 0):
             raise ConfigError("wd_scale", self.wd_scale, "a decay scale > 0")
@@ -186,7 +185,7 @@ def score(per_run: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def render(res: ReadingsResult, top_rows: int = 1) -> str:
     """The ranking (both hypotheses) and the per-claim rows of the best reading(s)."""
-    from .table import format_table
+    from critwin.bridge.table import format_table
     rank = res.ranking.to_dict(orient="records")
     text = ["Readings ranked by the mean |measured - paper| over the rows measured under every reading"
             " (common_rows; within: of those, rows inside the check's tolerance); score_all / within_all: over"
@@ -206,50 +205,3 @@ def render(res: ReadingsResult, top_rows: int = 1) -> str:
     return "\n".join(text)
 
 
-def cmd_readings(args):
-    from ..empirical import RunStore
-    from .sweep_commands import executor_from
-    from .figures import plot_readings
-    readings = [Reading.parse(t) for t in args.reading] if args.reading else list(DEFAULT_READINGS)
-    claims = tuple(c.strip().upper() for c in args.claims.split(",")) if args.claims else RANKED_CLAIMS
-    rows = select_rows(args.rows, claims)
-    for f in ("task_seeds", "seeds"):
-        if getattr(args, f) < 1:
-            raise ConfigError(f, getattr(args, f), "a count >= 1")
-    if not args.train and not Path(args.store).is_dir():
-        raise ConfigError("store", args.store, "an existing run store folder (or --train to create one)")
-    store = RunStore(args.store)
-    with executor_from(args, args.train) as ex:
-        res = measure(readings, rows, store, args.task_seeds, args.seeds, ex, args.train, not args.no_progress)
-    missing = int(res.per_run.measured.isna().sum())
-    if missing:
-        res.notes.append(f"\n{missing} of {len(res.per_run)} planned runs are not (completely) in {args.store}:"
-                         " their rows average what is there (see measured_rows); --train runs them.")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in ("per_run", "rows", "ranking"):
-        getattr(res, name).to_csv(out / f"readings_{name}.csv", index=False)
-    fig = plot_readings(res, out / "readings.png")
-    res.notes.append(f"\nwrote {out}/readings_{{per_run,rows,ranking}}.csv and {fig}")
-    payload = {"ranking": res.ranking.to_dict(orient="records"), "rows": res.rows.to_dict(orient="records"),
-               "per_run": res.per_run.to_dict(orient="records"), "figure": str(fig), "missing_runs": missing}
-    return payload, render(res)
-
-
-def register(parser):
-    from .sweep_commands import add_executor_args
-    parser.add_argument("--reading", action="append", default=None, metavar="FORM/SET[ xSCALE][/bias]",
-                        help="a reading to score (repeatable); default: " + "; ".join(r.label for r in DEFAULT_READINGS))
-    parser.add_argument("--rows", choices=("rank", "all"), default="rank",
-                        help="rank: a few discriminating rows (" + ", ".join(f"{c} {v}" for c, v in RANK_ROWS)
-                             + "); all: every variant of --claims")
-    parser.add_argument("--claims", default=None, help="with --rows all: checks to include (default W1,W2,W3,W4,W5,W10)")
-    parser.add_argument("--task-seeds", type=int, default=3, help="task instances (task_seed 0..n-1)")
-    parser.add_argument("--seeds", type=int, default=1, help="init seeds per task instance")
-    parser.add_argument("--store", default="runs", help="run store")
-    parser.add_argument("--train", action="store_true", help="train the missing runs (paper size: long)")
-    add_executor_args(parser)
-    parser.add_argument("--out", default="critwin-out", help="folder for the CSVs and the figure")
-    parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument("--json", action="store_true")
-    parser.set_defaults(handler=cmd_readings)

@@ -3,18 +3,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..empirical import RunStore, TrainConfig, train
-from ..empirical.config import DEVICES, PRECISIONS
-from ..empirical.interventions import DECAY_FORMS, PLACEMENTS
-from ..empirical.models import DECAY_SETS, INITS
-from ..empirical.models.transformer import LAYER_INITS
-from ..empirical.presets import ALCHEMY_SIZES
-from ..empirical.sweep import config_from_flat
-from ..empirical.tasks.alchemy import INPUT_FORMATS, QUERY_ENDS
-from ..empirical.tasks.alchemy_chemistry import HELD_OUT_RULES
-from ..empirical.tasks.scan import SPLIT_SIZES as SCAN_SPLIT_SIZES
-from ..errors import ConfigError
-from .table import format_table
+from critwin.bridge.table import format_table
+from critwin.empirical import RunStore, TrainConfig, train
+from critwin.empirical.config import DEVICES, PRECISIONS
+from critwin.empirical.interventions import DECAY_FORMS, PLACEMENTS
+from critwin.empirical.models import DECAY_SETS, INITS
+from critwin.empirical.models.transformer import LAYER_INITS
+from critwin.empirical.presets import ALCHEMY_SIZES
+from critwin.empirical.sweep import config_from_flat
+from critwin.empirical.tasks.alchemy import INPUT_FORMATS, QUERY_ENDS
+from critwin.empirical.tasks.alchemy_chemistry import HELD_OUT_RULES
+from critwin.empirical.tasks.scan import SPLIT_SIZES as SCAN_SPLIT_SIZES
+from critwin.errors import ConfigError
 
 VARIANTS = {"permutation": "anchor_permutation", "shift": "anchor_shift"}
 
@@ -136,8 +136,8 @@ ALCHEMY_FALLBACKS = {"decay_form": "decoupled", "decay_set": "matrices", "init":
 def cmd_alchemy(args):
     from dataclasses import fields
 
-    from ..empirical.models import ModelConfig
-    from ..empirical.presets import steps_per_epoch
+    from critwin.empirical.models import ModelConfig
+    from critwin.empirical.presets import steps_per_epoch
     task = f"alchemy_{args.task}"
     if args.task != "withheld" and args.hops is None:
         raise ConfigError("hops", None, f"2, 3, 4 or 5 for {args.task}")

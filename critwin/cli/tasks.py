@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import importlib
 
-from ..errors import ConfigError
+from critwin.errors import ConfigError
 
 
 def task_factory(name: str, options: dict):
@@ -14,7 +14,7 @@ def task_factory(name: str, options: dict):
             return getattr(importlib.import_module(mod), attr)
         except (ImportError, AttributeError) as e:
             raise ConfigError("task", name, f"a registered task or an importable module:callable ({e})") from None
-    from ..empirical.tasks import TASKS, make_task
+    from critwin.empirical.tasks import TASKS, make_task
     if name not in TASKS:
         raise ConfigError("task", name, "one of " + ", ".join(TASKS) + ", or module:callable")
     make_task(name, 0, **options)           # refuses options the task does not take, naming them
@@ -42,7 +42,7 @@ def parse_options(sets) -> dict:
 
 
 def cmd_check(args):
-    from ..testing import check_task, seeds
+    from critwin.testing import check_task, seeds
     if args.examples < 1:
         raise ConfigError("examples", args.examples, "a number of hypothesis examples >= 1")
     factory = task_factory(args.name, parse_options(args.set))

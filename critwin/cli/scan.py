@@ -3,14 +3,14 @@ from __future__ import annotations
 
 
 def cmd_export(args):
-    from ..empirical.tasks.scan import export
+    from critwin.empirical.tasks.scan import export
     counts = export(args.split, args.out)
     text = [f"wrote {args.out}: " + ", ".join(f"{k}.txt {v:,} lines" for k, v in counts.items())]
     return {"out": args.out, "lines": counts}, "\n".join(text)
 
 
 def register(sub):
-    from ..empirical.tasks.scan import SPLITS
+    from critwin.empirical.tasks.scan import SPLITS
     p = sub.add_parser("export", help="write a standard split as IN: ... OUT: ... lines",
                        description="Generate SCAN from its grammar and write train.txt / test.txt / all.txt.")
     p.add_argument("--split", choices=SPLITS, default="add_prim_jump")

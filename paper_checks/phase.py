@@ -13,11 +13,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
+from critwin.empirical.sweep import config_from_flat, run_sweep
+from critwin.paper_checks.base import final_metric
+from critwin.paper_checks.readings import Reading
 
-from ..empirical.sweep import config_from_flat, run_sweep
-from ..errors import ConfigError
-from ..paper_checks.base import final_metric
-from .readings import Reading
+from critwin.errors import ConfigError
 
 SIZES = ("quick", "paper")
 
@@ -134,7 +134,7 @@ def predictions(grid: PhaseGrid, methods=("recipe", "reduced"), threshold: float
     """The theory's windows for the map's runs: recipe / reduced delta-window (t1, t2) and the
     reduced (or full) onset window per decay value, with the decay acting as in gradient flow
     (the theory has no L2-through-Adam reading: see the figure's caption)."""
-    from .compare import config_setting, predicted_windows
+    from critwin.bridge.compare import config_setting, predicted_windows
     g = grid.scaled()
     cfg = next(iter(grid.configs().values()))       # the map's model and learning rate
     rows = []
@@ -149,7 +149,7 @@ def predictions(grid: PhaseGrid, methods=("recipe", "reduced"), threshold: float
 
 
 def render(pm: PhaseMap) -> str:
-    from .table import format_table
+    from critwin.bridge.table import format_table
     g = pm.grid
     text = [f"Final OOD over decay x onset (reading {g.reading.label}, width {g.scaled().width},"
             f" {g.scaled().steps} steps, {g.scaled().task_seeds} task instances x {g.scaled().seeds} seeds):"]
@@ -169,54 +169,3 @@ def render(pm: PhaseMap) -> str:
     return "\n".join(text)
 
 
-def cmd_phase(args):
-    from pathlib import Path
-
-    from ..empirical import RunStore
-    from .sweep_commands import executor_from
-    from .figures import plot_phase
-    grid = PhaseGrid(Reading.parse(args.reading), tuple(args.gamma), tuple(args.wd), tuple(args.onsets),
-                     args.width, args.steps, args.task_seeds, args.seeds, args.size)
-    if not args.train and not Path(args.store).is_dir():
-        raise ConfigError("store", args.store, "an existing run store folder (or drop --no-train)")
-    with executor_from(args, args.train) as ex:
-        pm = measure(grid, RunStore(args.store), ex, args.train, not args.no_progress, args.threshold)
-    if args.methods:
-        pm.predicted = predictions(grid, tuple(args.methods), args.threshold)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = f"phase_{args.size}_{grid.reading.label.replace('/', '-').replace(' ', '')}"
-    for name in ("per_run", "cells", "timing", "predicted"):
-        getattr(pm, name).to_csv(out / f"{stem}_{name}.csv", index=False)
-    fig = plot_phase(pm, out / f"{stem}.png")
-    payload = {"reading": grid.reading.label, "cells": pm.cells.to_dict(orient="records"),
-               "timing": pm.timing.to_dict(orient="records"), "predicted": pm.predicted.to_dict(orient="records"),
-               "figure": str(fig), "missing_runs": int(pm.per_run.ood.isna().sum())}
-    return payload, render(pm) + f"\n\nwrote {out}/{stem}_*.csv and {fig}"
-
-
-def register(parser):
-    from .sweep_commands import add_executor_args
-    d = PhaseGrid()
-    parser.add_argument("--size", choices=SIZES, default="quick",
-                        help="quick: times / 10, one task instance and seed (machinery only); paper: the map")
-    parser.add_argument("--reading", default=d.reading.label, help="FORM/SET[ xSCALE][/bias] (see critwin readings)")
-    parser.add_argument("--gamma", type=float, nargs="+", default=list(d.gammas))
-    parser.add_argument("--wd", type=float, nargs="+", default=list(d.lambdas),
-                        help="decay values in the paper's units (the reading's scale multiplies them)")
-    parser.add_argument("--onsets", type=int, nargs="+", default=list(d.onsets),
-                        help="window onsets in paper steps (early / middle / late are always added)")
-    parser.add_argument("--width", type=int, default=d.width)
-    parser.add_argument("--steps", type=int, default=d.steps)
-    parser.add_argument("--task-seeds", type=int, default=d.task_seeds)
-    parser.add_argument("--seeds", type=int, default=d.seeds)
-    parser.add_argument("--threshold", type=float, default=0.5)
-    parser.add_argument("--methods", nargs="*", default=["recipe", "reduced"], choices=("recipe", "reduced", "full"),
-                        help="theory windows drawn over the map (none: skip)")
-    parser.add_argument("--store", default="runs")
-    parser.add_argument("--no-train", dest="train", action="store_false", help="only read the store")
-    add_executor_args(parser)
-    parser.add_argument("--out", default="critwin-out")
-    parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument("--json", action="store_true")
-    parser.set_defaults(handler=cmd_phase)

@@ -3,30 +3,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
-from . import figures
-from .compare import as_frame, compare
-from .observed import QUANTITIES
-from .table import format_table
-from .theory_commands import attach_figure, figure_args
-
-
-def reader(args):
-    """The --store of a reading command: it must exist (an absent store is not an empty one)."""
-    from ..empirical import RunStore
-    RunStore(args.store).require()
-    return args.store
-
-
-def on_corrupt(args) -> str:
-    return "skip" if getattr(args, "skip_corrupt", False) else "raise"
-
-
-def add_store_args(p, default: str = "runs"):
-    """--store and --skip-corrupt: the same for every command that reads a store."""
-    p.add_argument("--store", default=default, help="run store folder")
-    p.add_argument("--skip-corrupt", action="store_true",
-                   help="warn about damaged run folders and leave them out (default: stop and name them)")
+from critwin.bridge import figures
+from critwin.bridge.compare import as_frame, compare
+from critwin.bridge.observed import QUANTITIES
+from critwin.bridge.stage_theory import STAGE_METRICS, compare_stages, predict_stages
+from critwin.bridge.table import format_table
+from critwin.cli.common import (
+    add_store_args,
+    attach_figure,
+    figure_args,
+    on_corrupt,
+    reader,
+)
+from critwin.errors import ConfigError
 
 
 def cmd_compare(args):
@@ -50,8 +39,8 @@ def cmd_compare(args):
 
 
 def cmd_timescales(args):
-    from ..empirical import load_runs
-    from .observed import timescales
+    from critwin.bridge.observed import timescales
+    from critwin.empirical import load_runs
     runs = load_runs(reader(args), on_corrupt(args))
     if runs.empty:
         return {"rows": []}, f"no runs in {args.store}"
@@ -69,8 +58,8 @@ def cmd_timescales(args):
 
 
 def cmd_mechanism(args):
-    from ..empirical import load_runs
-    from .mechanism import state_table
+    from critwin.bridge.mechanism import state_table
+    from critwin.empirical import load_runs
     runs = load_runs(reader(args), on_corrupt(args))
     if args.gamma is not None and not runs.empty:
         runs = runs[runs.gamma == args.gamma]
@@ -89,8 +78,8 @@ def cmd_mechanism(args):
 
 
 def cmd_arrival(args):
-    from ..empirical import load_runs
-    from .mechanism import arrival_table, plain_runs, threshold_holdout
+    from critwin.bridge.mechanism import arrival_table, plain_runs, threshold_holdout
+    from critwin.empirical import load_runs
     runs = load_runs(reader(args), on_corrupt(args))
     if not runs.empty:
         runs = plain_runs(runs, args.optimizer)
@@ -125,12 +114,17 @@ def cmd_arrival(args):
 
 
 def cmd_left_edge(args):
-    from ..empirical import RunStore, load_summaries
-    from ..empirical.store import config_columns
-    from ..empirical.sweep import run_sweep
-    from .sweep_commands import executor_from
-    from .compare import recipe_t1
-    from .left_edge import gain_curves, left_edge_table, observed_edges, probe_configs
+    from critwin.bridge.compare import recipe_t1
+    from critwin.bridge.left_edge import (
+        gain_curves,
+        left_edge_table,
+        observed_edges,
+        probe_configs,
+    )
+    from critwin.cli.common import executor_from
+    from critwin.empirical import RunStore, load_summaries
+    from critwin.empirical.store import config_columns
+    from critwin.empirical.sweep import run_sweep
     if args.task_seeds < 1 or args.seeds < 1:
         raise ConfigError("task_seeds" if args.task_seeds < 1 else "seeds", min(args.task_seeds, args.seeds),
                           "a positive number of probe runs per gamma")
@@ -169,10 +163,15 @@ def cmd_left_edge(args):
 
 
 def cmd_intervene(args):
-    from ..empirical import RunStore, TrainConfig, load_summaries
-    from ..empirical.sweep import run_sweep
-    from .sweep_commands import executor_from
-    from .mechanism import intervention_config, intervention_table, plain_runs, variant_label
+    from critwin.bridge.mechanism import (
+        intervention_config,
+        intervention_table,
+        plain_runs,
+        variant_label,
+    )
+    from critwin.cli.common import executor_from
+    from critwin.empirical import RunStore, TrainConfig, load_summaries
+    from critwin.empirical.sweep import run_sweep
     summaries = load_summaries(reader(args), on_corrupt(args))
     if summaries.empty:
         return {"rows": []}, f"no runs in {args.store}"
@@ -226,7 +225,7 @@ def cmd_intervene(args):
 
 
 def cmd_fit(args):
-    from .fit import fit_columns, fit_store, fit_summary
+    from critwin.bridge.fit import fit_columns, fit_store, fit_summary
     results, skipped = fit_store(reader(args), args.quantity, args.fit_gamma, mem_level=args.mem_level,
                                  ood_level=args.ood_level, threshold=args.threshold, on_corrupt=on_corrupt(args))
     text = list(skipped)
@@ -236,7 +235,7 @@ def cmd_fit(args):
         text.append(f"no group of {args.quantity} times with the fit gamma and another gamma in {args.store}")
     payload = {"quantity": args.quantity, "fit_gamma": args.fit_gamma, "results": results}
     if args.quantity == "reasoning":
-        from .observed import decay_budget_at_rise
+        from critwin.bridge.observed import decay_budget_at_rise
         budget = decay_budget_at_rise(args.store, args.ood_level, on_corrupt(args)).to_dict(orient="records")
         payload["decay_budget"] = budget
         text += ["cumulative decay at the OOD rise (budget = lr * lambda * rise steps, mean over runs that rose):",
@@ -321,14 +320,14 @@ def register(sub):
     p.add_argument("--probe-steps", type=int, default=600)
     p.add_argument("--probe-every", type=int, default=10)
     p.add_argument("--no-train", dest="train", action="store_false", help="only read the store (no probe runs trained)")
-    from .sweep_commands import add_executor_args
+    from critwin.cli.common import add_executor_args
     add_executor_args(p)
     p.add_argument("--no-progress", action="store_true")
     figure_args(p, "bridge_left_edge.png")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_left_edge)
 
-    from .mechanism import INTERVENTIONS
+    from critwin.bridge.mechanism import INTERVENTIONS
     p = sub.add_parser("intervene", help="test how an L2 penalty acts through Adam: rerun stored l2 runs with"
                                          " a matched decoupled shrink, AMSGrad, or a held second moment")
     add_store_args(p)
@@ -344,7 +343,7 @@ def register(sub):
     p.add_argument("--seeds", type=int, nargs="+", default=None, help="only these init seeds")
     p.add_argument("--from-step", type=int, default=None, help="frozen-v: the step v is held from")
     p.add_argument("--no-train", dest="train", action="store_false", help="only read the store")
-    from .sweep_commands import add_executor_args
+    from critwin.cli.common import add_executor_args
     add_executor_args(p)
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--json", action="store_true")
@@ -357,5 +356,52 @@ def register(sub):
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_timescales)
 
-    from .stage_theory import register_bridge as register_stages
     register_stages(sub)
+
+
+def cmd_bridge_stages(args):
+    from critwin.bridge.stages import detect_store
+    from critwin.bridge.table import format_table
+    from critwin.empirical import RunStore
+    RunStore(args.store).require()
+    _, observed = detect_store(args.store, tuple(STAGE_METRICS.values()), "test", args.method, args.n,
+                               on_corrupt="skip" if args.skip_corrupt else "raise")
+    if "hops" not in observed.columns:
+        observed["hops"] = np.nan
+    conds = observed[observed.task.astype(str).str.startswith("alchemy_")][["task", "hops"]].drop_duplicates()
+    predicted = [predict_stages(t.removeprefix("alchemy_"), None if not np.isfinite(h) else int(h),
+                                args.chemistries or None, 0)
+                 for t, h in zip(conds.task, conds.hops.astype(float))]
+    res = compare_stages(predicted, observed, args.method)
+    how = "threshold rule" if args.method == "threshold" else "last change-point rise"
+    text = [format_table(res["rows"]),
+            f"orders agree in {res['orders_agree']} of {res['conditions']} conditions ({how} on both;"
+            " a stage never reached is left out of the order)"]
+    if "spearman" in res:
+        text.append(f"rank correlation of stage times over {len(res['pairs'])} (condition, stage) pairs:"
+                    f" {res['spearman']:.2f}; fitted {res['steps_per_flow_time']:.3g} steps per unit of flow"
+                    f" time, log residual sd {res['log_residual_sd']:.2f}")
+    if res["pairs"]:
+        from critwin.bridge.figures import plot_stage_times
+        from critwin.cli.common import attach_figure
+        attach_figure(args, "stage_times.png", lambda path: plot_stage_times(res, path), res, text)
+    return res, "\n".join(text)
+
+
+def register_stages(sub):
+    p = sub.add_parser("stages", help="predicted (linear readout) vs observed Alchemy stage order and times",
+                       description="For every Alchemy task and hop count with runs in the store: the stage times"
+                                   " the runs show (threshold rule, median over seeds) against the linear"
+                                   " readout's predicted ones; orders, rank correlation, timescale factor.")
+    from critwin.cli.common import add_store_args
+    add_store_args(p)
+    p.add_argument("--n", type=int, default=3, help="consecutive evaluations at or above the level")
+    from critwin.bridge.stages import STAGE_METHODS
+    p.add_argument("--method", choices=STAGE_METHODS, default="threshold",
+                   help="how both sides are timed: the threshold rule, or where a curve's last change-point rise"
+                        " completes (for runs whose curves rise but stay below the levels, as at cpu size)")
+    p.add_argument("--chemistries", type=int, default=400, help="chemistries per split for the prediction (0 = all)")
+    p.add_argument("--out", default="critwin-out", help="folder for the figure")
+    p.add_argument("--no-figure", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_bridge_stages)

@@ -4,19 +4,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from tqdm.auto import tqdm
 
-from .. import theory as th
-from ..errors import ConfigError
-from ..theory.reduced import LAWS
-from ..theory.rates import SIGMA_DEF_TEXT
-from ..schedules import PLACEMENTS, parse_window
-from ..theory.setting import EMBEDDINGS, LOSS_NORMS, SIGMA_DEFS, TARGETS
-from ..theory.optimizers import DECAY_FORMS
-from ..theory.windows import ENGINES, METHODS
-from . import figures
-from .table import format_table
-
+from critwin import theory as th
+from critwin.bridge import figures
+from critwin.bridge.stage_theory import BLOCKS, predict_stages
+from critwin.bridge.table import format_table
+from critwin.cli.common import attach_figure, figure_args
+from critwin.errors import ConfigError
+from critwin.schedules import PLACEMENTS, parse_window
+from critwin.theory.optimizers import DECAY_FORMS
+from critwin.theory.rates import SIGMA_DEF_TEXT
+from critwin.theory.reduced import LAWS
+from critwin.theory.setting import EMBEDDINGS, LOSS_NORMS, SIGMA_DEFS, TARGETS
+from critwin.theory.windows import ENGINES, METHODS
 
 
 # ----------------------------------------------------------------- arguments
@@ -88,21 +90,6 @@ def schedule_from_args(args) -> th.Schedule:
     if len(lams) != len(wins):
         raise ConfigError("wd", args.wd, f"one value or {len(wins)} values (one per window)")
     return th.Schedule(T, tuple((a, b, v) for (a, b), v in zip(wins, lams)))
-
-
-def attach_figure(args, name: str, plot, payload: dict, text: list) -> None:
-    """Unless --no-figure, call plot(path) and record the path in payload and text."""
-    if args.no_figure:
-        return
-    path = Path(args.out) / name
-    plot(path)
-    payload["figure"] = str(path)
-    text.append(f"figure: {path}")
-
-
-def figure_args(p, default_name: str):
-    p.add_argument("--out", default="critwin-out", help="folder for figures (PNG)")
-    p.add_argument("--no-figure", action="store_true", help=f"do not write {default_name}")
 
 
 # ----------------------------------------------------------------- derive
@@ -254,7 +241,7 @@ def cmd_laws(args):
 
 # ----------------------------------------------------------------- compare
 def cmd_compare(args):
-    from ..theory.agreement import reduced_vs_full
+    from critwin.theory.agreement import reduced_vs_full
     s = _setting(args)
     sched = schedule_from_args(args)
     out = reduced_vs_full(s, sched, args.law, seed=args.seed)
@@ -286,7 +273,7 @@ def cmd_budget(args):
 # ----------------------------------------------------------------- registration
 # ----------------------------------------------------------------- timescale
 def cmd_timescale(args):
-    from ..theory.optimizers import optimizer_time_scale
+    from critwin.theory.optimizers import optimizer_time_scale
     if args.horizon < 1:
         raise ConfigError("horizon", args.horizon, "a positive number of steps to wait for each crossing")
     gammas = _gammas(args)
@@ -310,7 +297,7 @@ def cmd_timescale(args):
 
 # ----------------------------------------------------------------- regimes
 def cmd_regimes(args):
-    from ..theory.regimes import regime_map
+    from critwin.theory.regimes import regime_map
     s = _setting(args)
     for name, (lo, hi) in (("gain_range", args.gain_range), ("budget_range", args.budget_range)):
         if not (0 < lo < hi and np.isfinite(hi)):
@@ -424,5 +411,54 @@ def register(sub):
     p.add_argument("--law", choices=LAWS, default="bilinear")
     p.set_defaults(handler=cmd_budget)
 
-    from .stage_theory import register as register_stages
     register_stages(sub)
+
+
+def cmd_theory_stages(args):
+
+    from critwin.bridge.table import format_table
+    blocks = tuple(b.strip() for b in args.features.split(","))
+    hops = args.hops or ([None] if args.task == "withheld" else [2, 3, 4, 5])
+    if args.task == "withheld" and hops != [None]:
+        raise ConfigError("hops", args.hops, "none for the withheld task (its queries are one-hop)")
+    results = [predict_stages(args.task, h, args.chemistries or None, args.task_seed, blocks) for h in hops]
+    rows = [{"task": r["task"], **{f"t_{k}": v for k, v in r["stage_times"].items()}, "order": r["order"], "never": ",".join(r["never"]),
+             **{f"rise_{k}": r["half_rise_times"][k] for k in ("A", "B", "C")},
+             **{f"final_{k}": v for k, v in r["final"].items()},
+             "dip_B|A": r["dip_b_given_a"]["depth"] if r["dip_b_given_a"] else 0.0} for r in results]
+    text = [format_table(rows),
+            "t_X: flow time at which event X's held-out curve first reaches the stage level (0.95 for A, 0.90"
+            " otherwise; nan: never); rise_X: when it has risen half-way (nan: no rise); order: the stages that"
+            " reach their level, by rise_X (levels differ, so t_X can invert nested events). Only orders and"
+            " ratios are predictions. final_X below the level: the stage needs more than a linear readout of the"
+            f" features {','.join(blocks)}."]
+    payload = {"rows": rows, "features": list(blocks)}
+    if args.out_csv:
+        out = Path(args.out_csv)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pd.concat([r["curves"].assign(task=r["task"]) for r in results]).to_csv(out, index=False)
+        payload["curves_csv"] = str(out)
+        text.append(f"wrote the predicted curves to {out}")
+    from critwin.bridge.figures import plot_predicted_stages
+    from critwin.cli.common import attach_figure
+    attach_figure(args, f"predicted_stages_{args.task}.png", lambda path: plot_predicted_stages(results, path),
+                  payload, text)
+    return payload, "\n".join(text)
+
+
+def register_stages(sub):
+    p = sub.add_parser("stages", help="predicted Alchemy stages: a linear readout's flow on the task's statistics",
+                       description="Fits the exact gradient flow of a linear readout of context features on the"
+                                   " training chemistries and traces the held-out events A, B, C over flow time:"
+                                   " the predicted order of the stages, their relative times, and which stages"
+                                   " a linear readout cannot reach. No training.")
+    p.add_argument("--task", choices=("withheld", "composition", "decomposition"), default="withheld")
+    p.add_argument("--hops", type=int, nargs="+", default=None, help="composition / decomposition (default 2 3 4 5)")
+    p.add_argument("--chemistries", type=int, default=400, help="chemistries per split at most (0 = all)")
+    p.add_argument("--task-seed", type=int, default=0)
+    p.add_argument("--features", default=",".join(BLOCKS), help="feature blocks, some of " + ", ".join(BLOCKS))
+    p.add_argument("--out-csv", default=None, help="write the predicted event curves (tidy CSV) here")
+    p.add_argument("--out", default="critwin-out", help="folder for the figure")
+    p.add_argument("--no-figure", action="store_true", help="do not write predicted_stages_TASK.png")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_theory_stages)

@@ -1,15 +1,15 @@
 """Handlers of `critwin check ID|all`: run paper checks and write their result tables."""
 from __future__ import annotations
 
-from ..empirical import RunStore
-from ..empirical.config import DEVICES
-from ..empirical.tasks.alchemy import INPUT_FORMATS
-from ..errors import ConfigError
-from ..paper_checks import CHECKS, CLAIM_IDS, SIZES, train_checks, write_result
-from .figures import plot_check
-from .sweep_commands import add_executor_args, executor_from
-from .train_commands import add_reading_args
-from .table import format_table
+from critwin.bridge.figures import plot_check
+from critwin.bridge.table import format_table
+from critwin.cli.common import add_executor_args, executor_from
+from critwin.cli.train import add_reading_args
+from critwin.empirical import RunStore
+from critwin.empirical.config import DEVICES
+from critwin.empirical.tasks.alchemy import INPUT_FORMATS
+from critwin.errors import ConfigError
+from critwin.paper_checks import CHECKS, CLAIM_IDS, SIZES, train_checks, write_result
 
 
 def _fmt_row(r: dict) -> dict:
