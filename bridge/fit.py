@@ -20,12 +20,12 @@ from critwin.theory.setting import check_gamma
 from critwin import theory as th
 from critwin.errors import ConfigError
 
-LAWS = ("constant", "gamma^-2", "log(1/gamma)")
+RATE_LAWS = ("constant", "gamma^-2", "log(1/gamma)")
 
 
 def check_law(law: str) -> None:
-    if law not in LAWS:
-        raise ConfigError("law", law, ", ".join(LAWS))
+    if law not in RATE_LAWS:
+        raise ConfigError("law", law, ", ".join(RATE_LAWS))
 
 
 def law_shape(law: str, gammas, setting: th.StylisedSetting) -> np.ndarray:
@@ -67,7 +67,7 @@ class LawFit:
         return self.prefactor_ * law_shape(self.law, gammas, self.setting)
 
 
-def held_out_test(table: pd.DataFrame, fit_gammas, laws=LAWS, setting: th.StylisedSetting | None = None) -> dict:
+def held_out_test(table: pd.DataFrame, fit_gammas, laws=RATE_LAWS, setting: th.StylisedSetting | None = None) -> dict:
     """Fit each law on the rows at `fit_gammas`, predict every gamma, score the held-out ones.
 
     table: one row per run with columns gamma and value (a time in steps; nan = not reached).

@@ -1,4 +1,4 @@
-"""The L2 window's left edge, predicted from Adam's gain in the first steps (issue 17).
+"""The L2 window's left edge, predicted from Adam's gain in the first steps.
 
 An L2 penalty lambda switched on at step t shrinks the weights through Adam by about
 lambda * gain(t) per step, where gain = |lr theta / (sqrt(v_hat) + eps)| / |theta| is read from

@@ -6,12 +6,13 @@ import json
 import math
 from dataclasses import asdict, dataclass, fields, replace
 
-from critwin.errors import ConfigError
-from critwin.schedules import Schedule
 from critwin.empirical.interventions.decay import DECAY_FORMS
 from critwin.empirical.interventions.freeze import Freeze
 from critwin.empirical.models.transformer import DECAY_SETS, ModelConfig
 from critwin.empirical.tasks import TASK_OPTIONS, TASKS, make_task
+
+from critwin.errors import ConfigError
+from critwin.schedules import Schedule
 
 OPTIMIZERS = ("adamw", "sgd")
 LR_SCHEDULES = ("constant", "cosine")

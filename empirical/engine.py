@@ -25,15 +25,27 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 import torch.nn.functional as F
+from critwin.empirical.config import TrainConfig
+from critwin.empirical.metrics import (
+    decay_mechanism,
+    split_scores,
+    stacked_weight_metrics,
+)
+from critwin.empirical.models.stacked import stacked_logits
+from critwin.empirical.store import Run
+from critwin.empirical.train import (
+    ResumeWriter,
+    _device,
+    build_optimizer,
+    eval_splits,
+    finish_run,
+    initial_model,
+    log_metrics,
+    read_resume_state,
+)
 from tqdm.auto import tqdm
 
 from critwin.errors import ConfigError
-from critwin.empirical.config import TrainConfig
-from critwin.empirical.metrics import decay_mechanism, split_scores, stacked_weight_metrics
-from critwin.empirical.models.stacked import stacked_logits
-from critwin.empirical.store import Run
-from critwin.empirical.train import (ResumeWriter, _device, build_optimizer, eval_splits, finish_run, initial_model, log_metrics,
-                    read_resume_state)
 
 PACK_FREE = ("seed", "task_seed", "wd_windows", "decay_form", "decay_set", "lr", "lr_final", "freeze")  # and gamma
 PACK_TASKS = ("anchor_permutation", "anchor_shift", "modarith")               # fixed-shape classification
@@ -265,7 +277,7 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None, re
                 g["lr"] = lrs[0]
         evaluate = (step + 1) % cfg0.eval_every == 0 or step + 1 == steps
         frozen = [m.frozen(step) for m in members]
-        ce_sq = _ce_sq(members, params, template, frozen) if evaluate else None
+        ce_grad_sq = _ce_grad_sq(members, params, template, frozen) if evaluate else None
         own = _rebuild(members, step, params, opt)
         held = _hold(params, opt, frozen)
         with torch.no_grad():
@@ -293,7 +305,7 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None, re
             for e, m in enumerate(members):
                 if alive[e]:
                     m.last = _log(template, params, opt, members, e, step + 1, float(lrs[e]), float(m.lam[step]),
-                                  ce_sq[e], got[e], wm[e])
+                                  ce_grad_sq[e], got[e], wm[e])
             if on_steps is not None:
                 on_steps((step + 1 - done_steps) * sum(alive))
                 done_steps = step + 1
@@ -378,7 +390,7 @@ def _own_adam_step(params: dict, opt, before: dict, own_steps: dict, lrs) -> Non
 
 
 @torch.no_grad()
-def _ce_sq(members, params: dict, template, frozen: list) -> list[float]:
+def _ce_grad_sq(members, params: dict, template, frozen: list) -> list[float]:
     """Per member: the squared norm of its loss gradient over its decayed, unfrozen parameters
     (before any penalty)."""
     names = {id(p): n for n, p in template.named_parameters()}
@@ -394,7 +406,7 @@ def _ce_sq(members, params: dict, template, frozen: list) -> list[float]:
 
 
 @torch.no_grad()
-def _log(template, params: dict, opt, members, e: int, step: int, lr: float, lam: float, ce_sq, scores,
+def _log(template, params: dict, opt, members, e: int, step: int, lr: float, lam: float, ce_grad_sq, scores,
          weights) -> dict:
     """Member e's evaluation: its split scores and weight metrics (computed for all members at
     once) and, after step 0, the decay mechanism read from its slice of the optimizer state
@@ -418,7 +430,7 @@ def _log(template, params: dict, opt, members, e: int, step: int, lr: float, lam
                 elif m.own_step is not None and "step" in st:              # counted from its last rebuild
                     state[p]["step"] = torch.as_tensor(float(m.own_step))
         view = SimpleNamespace(defaults=opt.defaults, state=state)
-        mech = decay_mechanism(view, template.decayed_parameters(m.cfg.decay_set), lr, lam, m.cfg.decay_form, ce_sq)
+        mech = decay_mechanism(view, template.decayed_parameters(m.cfg.decay_set), lr, lam, m.cfg.decay_form, ce_grad_sq)
     return log_metrics(template, m.scored, step, template.tok.weight.device, m.rows, mech, scores, weights)
 
 

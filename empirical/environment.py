@@ -25,6 +25,7 @@ def git_commit() -> dict:
 
 def environment(device: str) -> dict:
     import pandas
+
     import critwin
     env = {"python": sys.version.split()[0], "platform": platform.platform(),
            "machine": platform.machine(), "critwin": critwin.__version__,

@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import asdict
 from functools import lru_cache
 
-from critwin.errors import ConfigError
 from critwin.empirical.models import ModelConfig
 from critwin.empirical.tasks import TASK_OPTIONS, make_task
+
+from critwin.errors import ConfigError
 
 ALCHEMY_SIZES = {
     "quick": {"d": 16, "heads": 2, "layers": 2, "gamma": 0.8, "lr": 1e-3, "batch_size": 16, "steps": 60,

@@ -22,9 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from critwin.empirical.config import (
+    ADDED_DEFAULTS,
+    ADDED_MODEL_DEFAULTS,
+    TrainConfig,
+    reading_label,
+)
 
 from critwin.errors import ConfigError, CorruptRunError
-from critwin.empirical.config import ADDED_DEFAULTS, ADDED_MODEL_DEFAULTS, TrainConfig, reading_label
 
 FILES = ("config.json", "summary.json", "environment.json", "metrics.parquet")
 CHECKPOINTS = "checkpoints"     # optional folder: step_N.pt, the training state after step N

@@ -13,19 +13,32 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
-
-from critwin.errors import ConfigError
 from critwin.empirical.config import TrainConfig, check_branch
 from critwin.empirical.environment import environment
-from critwin.empirical.interventions import add_l2_grad, apply_adam_scaled_decay, apply_decay, frozen_parameters
+from critwin.empirical.interventions import (
+    add_l2_grad,
+    apply_adam_scaled_decay,
+    apply_decay,
+    frozen_parameters,
+)
 from critwin.empirical.interventions.second_moment import AdamFrozenSecondMoment
-from critwin.empirical.metrics import decay_mechanism, evaluate_split, squared_grad_norm, weight_metrics
+from critwin.empirical.metrics import (
+    decay_mechanism,
+    evaluate_split,
+    squared_grad_norm,
+    weight_metrics,
+)
 from critwin.empirical.models import Transformer
 from critwin.empirical.store import Run, write_atomic
 from critwin.empirical.tasks import make_task
-from critwin.empirical.tasks.sequence import IGNORE, is_sequence_task, language_model_data
+from critwin.empirical.tasks.sequence import (
+    IGNORE,
+    is_sequence_task,
+    language_model_data,
+)
+from tqdm.auto import tqdm
 
+from critwin.errors import ConfigError
 
 RESUME_SECONDS = 300.0   # default of how often (at most) a run writes the state it resumes from after a kill
 REACH_LEVEL = 0.95    # summary '<split>_reach_step': first evaluation with accuracy >= this (grokking step)
@@ -192,7 +205,7 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
             for g in opt.param_groups:
                 g["lr"] = lr
         evaluate = (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps
-        ce_sq = squared_grad_norm(decayed) if evaluate else 0.0
+        ce_grad_sq = squared_grad_norm(decayed) if evaluate else 0.0
         if l2:
             add_l2_grad(decayed, float(lam[step]), skip=frozen)
         opt.step()
@@ -201,7 +214,7 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
         elif cfg.decay_form == "adam_scaled":
             apply_adam_scaled_decay(decayed, opt, lr, float(lam[step]), skip=frozen)
         if evaluate:
-            mech = decay_mechanism(opt, decayed, lr, float(lam[step]), cfg.decay_form, ce_sq)
+            mech = decay_mechanism(opt, decayed, lr, float(lam[step]), cfg.decay_form, ce_grad_sq)
             last = log_metrics(model, scored, step + 1, device, rows, mech, autocast=cfg.autocast)
             if on_steps is not None:
                 on_steps(step + 1 - done_steps)

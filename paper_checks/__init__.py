@@ -1,6 +1,6 @@
 """One runnable check per headline claim of the two papers (see README.md)."""
 from critwin.paper_checks.base import (
-    SIZES,
+    CHECK_SIZES,
     EmpiricalCheck,
     TheoryCheck,
     train_checks,
@@ -9,4 +9,4 @@ from critwin.paper_checks.base import (
 )
 from critwin.paper_checks.claims import CHECKS, CLAIM_IDS
 
-__all__ = ["CHECKS", "CLAIM_IDS", "SIZES", "EmpiricalCheck", "TheoryCheck", "train_checks", "verdict", "write_result"]
+__all__ = ["CHECKS", "CLAIM_IDS", "CHECK_SIZES", "EmpiricalCheck", "TheoryCheck", "train_checks", "verdict", "write_result"]

@@ -27,7 +27,7 @@ from critwin.empirical.train import censored_reach
 
 from critwin.errors import ConfigError
 
-SIZES = ("quick", "cpu", "paper", "authors")   # cpu, authors: Alchemy sizes (the anchor checks are CPU-sized at paper)
+CHECK_SIZES = ("quick", "cpu", "paper", "authors")   # cpu, authors: Alchemy sizes (the anchor checks are CPU-sized at paper)
 TIME_KEYS = ("steps", "wd_window_start", "wd_width", "width", "budget")
 
 
@@ -108,7 +108,7 @@ DEFAULT_READING = {"decay_form": ADDED_DEFAULTS["decay_form"], "decay_set": ADDE
 READING_KEYS = tuple(DEFAULT_READING)
 
 
-def reading_label(reading: dict | None, wd_scale: float = 1.0) -> str:
+def scaled_reading_label(reading: dict | None, wd_scale: float = 1.0) -> str:
     """'decoupled/matrices' (the toolkit's original reading), 'l2/non_embedding', '... x333'."""
     r = {**DEFAULT_READING, **(reading or {})}
     return config_reading_label(r["decay_form"], r["decay_set"], r["head_bias"]) + (
@@ -212,13 +212,13 @@ class EmpiricalCheck:
         have = sum(store.status(c.run_id()) == "complete" for c in cfgs.values())
         if have < len(cfgs):
             v = f"{v} (incomplete: {have} of {len(cfgs)} runs in the store)"
-        label = reading_label(reading, wd_scale)
-        if label != reading_label(None):
+        label = scaled_reading_label(reading, wd_scale)
+        if label != scaled_reading_label(None):
             v = f"{v} (decay reading {label}: a variation, not the paper's literal protocol)"
         if size == "paper" and (seeds, tasks) != (self.seeds, self.task_seeds):
             v = f"{v} ({tasks} task instances x {seeds} seeds; the protocol has {self.task_seeds} x {self.seeds})"
         return {"id": self.id, "claim": self.claim, "size": size, "wd_scale": wd_scale, "metric": self.metric,
-                "reading": reading_label(reading), "reading_options": dict(reading or {}),
+                "reading": scaled_reading_label(reading), "reading_options": dict(reading or {}),
                 "seeds": seeds, "protocol_seeds": self.seeds if size == "paper" else 1,
                 "task_seeds": tasks, "protocol_task_seeds": self.task_seeds if size == "paper" else 1,
                 "tolerance": self.tolerance, "rule": __doc__.split("\n\n")[1].strip(), "rows": rows,
@@ -250,7 +250,7 @@ class TheoryCheck:
     claim: str
     measure: object          # callable() -> (rows, verdict)
     notes: str = ""
-    sizes: tuple = SIZES
+    sizes: tuple = CHECK_SIZES
 
     def missing(self, size: str, store=None, *args, **kwargs) -> int:
         return 0

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import numpy as np
+from critwin.paper_checks.alchemy_checks import STAGE_CHECKS
 from critwin.paper_checks.base import EmpiricalCheck, TheoryCheck, final_metric, mean_sd
-from critwin.paper_checks.stage_claims import STAGE_CHECKS
 
 PAPER_BASE = {"task": "anchor_permutation", "gamma": 0.8, "steps": 20000, "lr": 3e-3}
 

@@ -19,7 +19,7 @@ from critwin.paper_checks.readings import Reading
 
 from critwin.errors import ConfigError
 
-SIZES = ("quick", "paper")
+PHASE_SIZES = ("quick", "paper")
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,8 @@ class PhaseGrid:
     size: str = "paper"
 
     def __post_init__(self):
-        if self.size not in SIZES:
-            raise ConfigError("size", self.size, "one of " + ", ".join(SIZES))
+        if self.size not in PHASE_SIZES:
+            raise ConfigError("size", self.size, "one of " + ", ".join(PHASE_SIZES))
         if not self.lambdas or any(not (np.isfinite(v) and v > 0) for v in self.lambdas):
             raise ConfigError("wd", self.lambdas, "decay values > 0 (the map's lambda grid)")
         if not (0 < self.width < self.steps):

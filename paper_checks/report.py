@@ -11,7 +11,7 @@ from critwin.bridge.observed import QUANTITIES
 from critwin.bridge.table import format_table
 from critwin.empirical import RunStore, load_summaries
 from critwin.paper_checks import CHECKS
-from critwin.paper_checks.base import DEFAULT_READING, reading_label
+from critwin.paper_checks.base import DEFAULT_READING, scaled_reading_label
 
 from critwin import theory as th
 
@@ -82,8 +82,8 @@ def build_report(store, out, threshold: float = 0.5, wd_scales=(1.0,), fit_gamma
         for f, r, n in present:
             res = chk.run("paper", rs, train=False, progress=False, wd_scale=f, reading=r, **n)
             cols = ["value", "paper", "measured"] + (["sd", "n", "instance_share"] if "sd" in res["rows"][0] else [])
-            label = reading_label(r, f)
-            md += [f"### {cid}: {res['claim']}" + (f" ({label})" if label != reading_label(None) else ""), "",
+            label = scaled_reading_label(r, f)
+            md += [f"### {cid}: {res['claim']}" + (f" ({label})" if label != scaled_reading_label(None) else ""), "",
                    _md_table(res["rows"], cols), "",
                    f"**Verdict: {res['verdict']}**" + (f" (tolerance {res['tolerance']})" if "tolerance" in res else ""),
                    ""]

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from critwin.cli.main import main
-from critwin.bridge.fit import LAWS, LawFit, held_out_test, law_shape
+from critwin.bridge.fit import RATE_LAWS, LawFit, held_out_test, law_shape
 from critwin.bridge.observed import observed_times, timescales
 from critwin.empirical import RunStore, load_runs
 from critwin.empirical.sweep import LocalExecutor, SweepSpec, run_sweep
@@ -16,7 +16,7 @@ SETTING = StylisedSetting(targets="permutation")
 GAMMAS = np.array([0.5, 0.65, 0.8, 0.95, 1.1])
 
 
-@pytest.mark.parametrize("law", LAWS)
+@pytest.mark.parametrize("law", RATE_LAWS)
 def test_each_law_wins_on_its_own_data(law):
     truth = 700.0 * law_shape(law, GAMMAS, SETTING)
     rng = np.random.default_rng(0)
@@ -85,7 +85,7 @@ def test_bridge_fit_cli(capsys, gamma_store, tmp_path):
     d = json.loads(capsys.readouterr().out)
     assert code == 0 and len(d["results"]) == 1
     res = d["results"][0]
-    assert {r["gamma"] for r in res["rows"]} == {0.5, 0.8} and set(res["scores"]) == set(LAWS)
+    assert {r["gamma"] for r in res["rows"]} == {0.5, 0.8} and set(res["scores"]) == set(RATE_LAWS)
     assert (tmp_path / "bridge_fit_memorization.png").stat().st_size > 1000
 
 

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import numpy as np
-
-from critwin.schedules import Schedule
 from critwin.theory.setting import StylisedSetting
 from critwin.theory.windows import simulate
+
+from critwin.schedules import Schedule
 
 
 def reduced_vs_full(s: StylisedSetting, schedule: Schedule, law: str = "bilinear",

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import numpy as np
-
-from critwin.errors import ConfigError
 from critwin.theory.flow import integrate_flow
 from critwin.theory.rates import compute_rates
-from critwin.schedules import Schedule
 from critwin.theory.setting import StylisedSetting, build_problem, check_gamma
 from critwin.theory.stylised import init_params
+
+from critwin.errors import ConfigError
+from critwin.schedules import Schedule
 
 
 def paper_bound(s: StylisedSetting, gamma, steps: int, C: float = 1.0) -> np.ndarray:

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+from critwin.theory.setting import Problem, pair_gram
+from critwin.theory.stylised import Params, couplings, reasoning_fraction
 from scipy.integrate import solve_ivp
 
 from critwin.schedules import Schedule
-from critwin.theory.setting import Problem, pair_gram
-from critwin.theory.stylised import Params, couplings, reasoning_fraction
 
 
 @dataclass(frozen=True)

@@ -2,15 +2,15 @@
 from __future__ import annotations
 
 import numpy as np
-
-from critwin.errors import ConfigError
 from critwin.theory.flow import integrate_flow
 from critwin.theory.optimizers import run_discrete
 from critwin.theory.rates import compute_rates
 from critwin.theory.reduced import crossing_times
-from critwin.schedules import Schedule
 from critwin.theory.setting import StylisedSetting, build_problem, check_gamma
 from critwin.theory.stylised import init_params
+
+from critwin.errors import ConfigError
+from critwin.schedules import Schedule
 
 
 def _fit(t, z):

@@ -9,14 +9,20 @@ so Adam divides it by its gradient scale.
 from __future__ import annotations
 
 import numpy as np
+from critwin.theory.setting import Problem
+from critwin.theory.stylised import (
+    Params,
+    init_params,
+    loss_and_grads,
+    order_parameters,
+    reasoning_fraction,
+)
 
 from critwin.errors import ConfigError
 from critwin.schedules import Schedule
-from critwin.theory.setting import Problem
-from critwin.theory.stylised import Params, init_params, loss_and_grads, order_parameters, reasoning_fraction
 
 OPTIMIZERS = ("gd", "momentum", "adamw")
-DECAY_FORMS = ("decoupled", "l2")
+STYLISED_DECAY_FORMS = ("decoupled", "l2")
 
 
 def run_discrete(p: Problem, q: Params, schedule, eta: float, optimizer: str = "gd",
@@ -32,8 +38,8 @@ def run_discrete(p: Problem, q: Params, schedule, eta: float, optimizer: str = "
     """
     if optimizer not in OPTIMIZERS:
         raise ConfigError("optimizer", optimizer, "one of " + ", ".join(OPTIMIZERS))
-    if decay_form not in DECAY_FORMS:
-        raise ConfigError("decay_form", decay_form, "one of " + ", ".join(DECAY_FORMS))
+    if decay_form not in STYLISED_DECAY_FORMS:
+        raise ConfigError("decay_form", decay_form, "one of " + ", ".join(STYLISED_DECAY_FORMS))
     n_members = q.W1.shape[0]
     schedules = [schedule] * n_members if isinstance(schedule, Schedule) else list(schedule)
     if len(schedules) != n_members:

@@ -8,8 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from critwin.theory.setting import Problem, StylisedSetting, build_problem, check_gamma, pair_gram
+from critwin.theory.setting import (
+    Problem,
+    StylisedSetting,
+    build_problem,
+    check_gamma,
+    pair_gram,
+)
 
 SIGMA_DEF_TEXT = {
     "gram": "smallest nonzero eigenvalue of sum_k e_k e_k^T (= 1 for orthonormal keys)",

@@ -25,12 +25,12 @@ from scipy.optimize import brentq
 from critwin.errors import ConfigError
 from critwin.schedules import Schedule
 
-LAWS = ("bilinear", "linear")
+ESCAPE_LAWS = ("bilinear", "linear")
 
 
 def check_law(law: str) -> None:
-    if law not in LAWS:
-        raise ConfigError("law", law, "one of " + ", ".join(LAWS))
+    if law not in ESCAPE_LAWS:
+        raise ConfigError("law", law, "one of " + ", ".join(ESCAPE_LAWS))
 
 
 def _rhs(mu_m, mu_r, rho0, cap, lam, law, memorize=True, reason=True, reach=None):

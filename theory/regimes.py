@@ -15,12 +15,12 @@ onset, and the point is classified
 from __future__ import annotations
 
 import numpy as np
-
-from critwin.errors import ConfigError
-from critwin.schedules import Schedule
 from critwin.theory.rates import compute_rates
 from critwin.theory.reduced import simulate_reduced
 from critwin.theory.setting import StylisedSetting
+
+from critwin.errors import ConfigError
+from critwin.schedules import Schedule
 
 REGIMES = ("none", "uniform", "graded", "window")
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from critwin.theory.setting import Problem
 
 NAMES = ("M", "W1", "W2")

@@ -11,15 +11,15 @@ Times are optimizer steps: continuous time divided by eta. All assume gradient f
 from __future__ import annotations
 
 import numpy as np
-
-from critwin.errors import ConfigError
 from critwin.theory.flow import integrate_flow
 from critwin.theory.optimizers import optimizer_time_scale, run_discrete
 from critwin.theory.rates import c_r, compute_rates, sigma_e
 from critwin.theory.reduced import check_law, crossing_times, simulate_reduced
-from critwin.schedules import Schedule
 from critwin.theory.setting import StylisedSetting, build_problem, check_gamma
 from critwin.theory.stylised import init_params
+
+from critwin.errors import ConfigError
+from critwin.schedules import Schedule
 
 METHODS = ("recipe", "recipe_adamw", "reduced", "full", "adamw")
 ENGINES = ("reduced", "full", "gd", "momentum", "adamw")   # the last three: discrete steps (optimizers.py)

@@ -9,7 +9,13 @@ from critwin.empirical import RunStore
 from critwin.empirical.config import DEVICES
 from critwin.empirical.tasks.alchemy import INPUT_FORMATS
 from critwin.errors import ConfigError
-from critwin.paper_checks import CHECKS, CLAIM_IDS, SIZES, train_checks, write_result
+from critwin.paper_checks import (
+    CHECK_SIZES,
+    CHECKS,
+    CLAIM_IDS,
+    train_checks,
+    write_result,
+)
 
 
 def _fmt_row(r: dict) -> dict:
@@ -83,7 +89,7 @@ def reading_from_args(args) -> dict:
 
 def register(parser):
     parser.add_argument("id", nargs="+", help="claim ids (" + ", ".join(CHECKS) + "), or all")
-    parser.add_argument("--size", choices=SIZES, default="quick",
+    parser.add_argument("--size", choices=CHECK_SIZES, default="quick",
                         help="quick: times / 10, one seed (machinery only); paper: the paper's protocol; cpu: the"
                              " Alchemy checks (S) at the size of empirical/presets.py (orders and ratios only);"
                              " authors: the Alchemy checks at the authors' recipe (150 epochs)")

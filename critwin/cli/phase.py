@@ -2,7 +2,13 @@
 from __future__ import annotations
 
 from critwin.errors import ConfigError
-from critwin.paper_checks.phase import SIZES, PhaseGrid, measure, predictions, render
+from critwin.paper_checks.phase import (
+    PHASE_SIZES,
+    PhaseGrid,
+    measure,
+    predictions,
+    render,
+)
 from critwin.paper_checks.readings import Reading
 
 
@@ -35,7 +41,7 @@ def cmd_phase(args):
 def register(parser):
     from critwin.cli.common import add_executor_args
     d = PhaseGrid()
-    parser.add_argument("--size", choices=SIZES, default="quick",
+    parser.add_argument("--size", choices=PHASE_SIZES, default="quick",
                         help="quick: times / 10, one task instance and seed (machinery only); paper: the map")
     parser.add_argument("--reading", default=d.reading.label, help="FORM/SET[ xSCALE][/bias] (see critwin readings)")
     parser.add_argument("--gamma", type=float, nargs="+", default=list(d.gammas))

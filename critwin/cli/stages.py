@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from critwin.bridge.stages import (
+from critwin.bridge.stage_detection import (
     STAGE_METHODS,
     _freeze_grid,
     detect,

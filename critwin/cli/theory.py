@@ -9,14 +9,14 @@ from tqdm.auto import tqdm
 
 from critwin import theory as th
 from critwin.bridge import figures
-from critwin.bridge.stage_theory import BLOCKS, predict_stages
+from critwin.bridge.predicted_stages import BLOCKS, predict_stages
 from critwin.bridge.table import format_table
 from critwin.cli.common import attach_figure, figure_args
 from critwin.errors import ConfigError
 from critwin.schedules import PLACEMENTS, parse_window
-from critwin.theory.optimizers import DECAY_FORMS
+from critwin.theory.optimizers import STYLISED_DECAY_FORMS
 from critwin.theory.rates import SIGMA_DEF_TEXT
-from critwin.theory.reduced import LAWS
+from critwin.theory.reduced import ESCAPE_LAWS
 from critwin.theory.setting import EMBEDDINGS, LOSS_NORMS, SIGMA_DEFS, TARGETS
 from critwin.theory.windows import ENGINES, METHODS
 
@@ -357,12 +357,12 @@ def register(sub):
     _setting_args(p)
     p.add_argument("--method", choices=METHODS, default="recipe",
                    help="adamw: the onset window of discrete AdamW on the stylised model (slow; see --decay-form)")
-    p.add_argument("--decay-form", choices=DECAY_FORMS, default="decoupled",
+    p.add_argument("--decay-form", choices=STYLISED_DECAY_FORMS, default="decoupled",
                    help="how lambda acts in the adamw method: decoupled shrink, or l2 penalty through Adam")
     p.add_argument("--init-seeds", type=int, default=1,
                    help="full / adamw: run from this many inits and report the median and 10-90%% range per onset"
                         " (the outcome depends on the init; each init costs one more sweep)")
-    p.add_argument("--law", choices=LAWS, default="bilinear", help="reduced law (derived: bilinear)")
+    p.add_argument("--law", choices=ESCAPE_LAWS, default="bilinear", help="reduced law (derived: bilinear)")
     p.add_argument("--steps", type=int, default=20000, help="training length for onset sweeps")
     p.add_argument("--width", type=float, default=5000, help="decay window width for onset sweeps")
     p.add_argument("--wd", type=float, default=4e-3, help="decay inside the swept window")
@@ -373,11 +373,11 @@ def register(sub):
     p = sub.add_parser("schedule", help="predicted final m, r, reasoning fraction for a schedule")
     _setting_args(p, many_gammas=False)
     _schedule_args(p)
-    p.add_argument("--decay-form", choices=DECAY_FORMS, default="decoupled",
+    p.add_argument("--decay-form", choices=STYLISED_DECAY_FORMS, default="decoupled",
                    help="with gd / momentum / adamw: decoupled shrink or l2 penalty through the optimizer")
     p.add_argument("--engine", choices=ENGINES, default="reduced",
                    help="reduced equations, full gradient flow, or a discrete optimizer")
-    p.add_argument("--law", choices=LAWS, default="bilinear")
+    p.add_argument("--law", choices=ESCAPE_LAWS, default="bilinear")
     figure_args(p, "schedule.png")
     p.set_defaults(handler=cmd_schedule)
 
@@ -398,7 +398,7 @@ def register(sub):
     p = sub.add_parser("compare", help="reduced equations vs the full flow on one schedule")
     _setting_args(p, many_gammas=False)
     _schedule_args(p)
-    p.add_argument("--law", choices=LAWS, default="bilinear")
+    p.add_argument("--law", choices=ESCAPE_LAWS, default="bilinear")
     figure_args(p, "compare.png")
     p.set_defaults(handler=cmd_compare)
 
@@ -408,7 +408,7 @@ def register(sub):
     p.add_argument("--width", type=float, default=5000)
     p.add_argument("--steps", type=int, default=20000)
     p.add_argument("--engine", choices=("reduced", "full"), default="reduced")
-    p.add_argument("--law", choices=LAWS, default="bilinear")
+    p.add_argument("--law", choices=ESCAPE_LAWS, default="bilinear")
     p.set_defaults(handler=cmd_budget)
 
     register_stages(sub)

@@ -4,7 +4,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-
 EVAL_ATTENTION_BUDGET = 2 ** 27   # sequences x length^2 per evaluation batch (~1 GB of attention scores per head)
 
 

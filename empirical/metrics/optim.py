@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 
 import torch
-
 from critwin.empirical.interventions.decay import adam_scaled_step, adam_v_hat
 
 PARAM_GROUPS = ("attn", "mlp", "norm", "head", "embedding")

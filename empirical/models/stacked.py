@@ -13,7 +13,6 @@ import math
 
 import torch
 import torch.nn.functional as F
-
 from critwin.empirical.models.transformer import ModelConfig, sinusoidal_positions
 
 

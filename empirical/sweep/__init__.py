@@ -1,7 +1,13 @@
 """Sweeps: grids of run configs, executors (local processes, Dask), resume, aggregation."""
 from critwin.empirical.sweep.aggregate import summarize
 from critwin.empirical.sweep.edge import find_edge
-from critwin.empirical.sweep.executors import EXECUTORS, DaskExecutor, LocalExecutor, make_executor, run_config
+from critwin.empirical.sweep.executors import (
+    EXECUTORS,
+    DaskExecutor,
+    LocalExecutor,
+    make_executor,
+    run_config,
+)
 from critwin.empirical.sweep.runner import SweepResult, run_sweep
 from critwin.empirical.sweep.spec import KEYS, SweepSpec, config_from_flat, parse_value
 

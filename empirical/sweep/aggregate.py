@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import pandas as pd
-
-from critwin.errors import ConfigError
 from critwin.empirical.store import load_summaries
 from critwin.empirical.train import censored_reach
+
+from critwin.errors import ConfigError
 
 ALIASES = {"wd_window": "wd_windows", "window": "wd_windows", "onset": "wd_window_start"}
 

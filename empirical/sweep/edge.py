@@ -4,11 +4,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-from critwin.errors import ConfigError
 from critwin.empirical.store import RunStore
 from critwin.empirical.sweep.runner import run_sweep
 from critwin.empirical.sweep.spec import KEYS, config_from_flat
+
+from critwin.errors import ConfigError
 
 
 def find_edge(base: dict, param: str, lo: float, hi: float, resolution: float, threshold: float,

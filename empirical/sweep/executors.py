@@ -42,8 +42,9 @@ def _worker_init(parent: int, steps_queue=None):
     global _STEPS
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C is the parent's to handle (it ends the workers)
     warnings.formatwarning = one_line_warning
-    from tqdm.auto import tqdm          # a thread lock, not tqdm's default semaphore: a killed worker
-    tqdm.set_lock(threading.RLock())    # leaves no semaphore for the resource tracker to warn about
+    from tqdm.auto import tqdm
+    tqdm.set_lock(threading.RLock())    # a thread lock, not tqdm's default semaphore: a killed worker leaves
+    #                                     no semaphore for the resource tracker to warn about
     _one_thread()
     _exit_with_parent(parent)
     _STEPS = steps_queue

@@ -9,14 +9,14 @@ import warnings
 from dataclasses import dataclass, field
 
 import pandas as pd
+from critwin.empirical.config import TrainConfig
+from critwin.empirical.engine import on_engine, pack_size, packs
+from critwin.empirical.environment import environment
+from critwin.empirical.store import Run, RunStore
+from critwin.empirical.sweep.executors import LOST, LocalExecutor, Pack, run_pack
 from tqdm.auto import tqdm
 
 from critwin.errors import ConfigError, CorruptRunError
-from critwin.empirical.config import TrainConfig
-from critwin.empirical.environment import environment
-from critwin.empirical.store import Run, RunStore
-from critwin.empirical.engine import on_engine, pack_size, packs
-from critwin.empirical.sweep.executors import LOST, LocalExecutor, Pack, run_pack
 
 
 @dataclass
@@ -147,10 +147,10 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
         if c.branch and c.branch_point()[1] not in store.checkpoint_steps(c.branch_point()[0]):
             store.checkpoint(*c.branch_point())      # raises, naming the checkpoints the source has
     res = SweepResult(len(configs), skipped=skip)
-    held: set = set()
+    claims: set = set()
     pack_files: dict = {}       # run id -> the pack resume states that hold it (dropped once it is stored)
 
-    def claimed():
+    def hand_out():
         """Packs as they are handed out: each member claimed now, left out if another process
         has it or it finished elsewhere meanwhile; a branch goes alone, with its checkpoint."""
         size = pack if pack is not None else getattr(executor, "pack", None)
@@ -169,7 +169,7 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                     res.skipped.append(rid)
                     bar.update(1)
                     continue
-                held.add(rid)
+                claims.add(rid)
                 if on_engine(c, size):      # a pack member: plain config (packs do not branch)
                     items.append(c.resolved())
                     ids.append(rid)
@@ -180,7 +180,7 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                 except (ConfigError, CorruptRunError) as e:     # no source checkpoint: this run fails, others go on
                     store.save(failed_run(c.resolved(), str(e), ""), replace=rid in damaged)
                     store.release(rid)
-                    held.discard(rid)
+                    claims.discard(rid)
                     res.failed.append((rid, str(e)))
                     bar.update(1)
             if ids:
@@ -196,13 +196,13 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
     steps = tqdm(total=sum(steps_to_train(c) for c in todo), initial=steps_saved(store, todo) if progress else 0,
                  desc="training steps", unit="step", disable=not progress, position=1, leave=False, mininterval=1.0)
     try:
-        outs = (out for group in executor.imap(run_pack, claimed(), on_steps=steps.update if progress else None)
+        outs = (out for group in executor.imap(run_pack, hand_out(), on_steps=steps.update if progress else None)
                 for out in group)
         for out in outs:
             if "lost" in out:           # not its own failure: nothing stored, its resume state kept
                 rid = TrainConfig.from_dict(out["config"]).run_id()
                 store.release(rid)
-                held.discard(rid)
+                claims.discard(rid)
                 res.lost.append(rid)
                 bar.update(1)
                 continue
@@ -215,7 +215,7 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                 store.save(run, replace=retry_failed or rid in damaged)
             except OSError as e:        # a full disk: the runs that fit are stored; this one keeps its resume state
                 store.release(rid)
-                held.discard(rid)
+                claims.discard(rid)
                 res.unstored.append((rid, f"{e.strerror or e} writing the store"))
                 bar.update(1)
                 continue
@@ -223,7 +223,7 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
             for path in pack_files.pop(rid, ()):
                 path.unlink(missing_ok=True)
             store.release(rid)
-            held.discard(rid)
+            claims.discard(rid)
             if rid in damaged:
                 res.repaired.append(rid)
             if run.summary["status"] == "complete":
@@ -234,7 +234,7 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
             bar.set_postfix(done=len(res.done), failed=len(res.failed),
                             remaining=len(todo) - len(res.done) - len(res.failed) - len(res.busy))
     finally:
-        for rid in held:                # interrupted: let another sweep take these runs
+        for rid in claims:                  # interrupted: let another sweep take these runs
             store.release(rid)
         steps.close()
         bar.close()

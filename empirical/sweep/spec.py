@@ -15,11 +15,12 @@ import itertools
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from critwin.errors import ConfigError
-from critwin.schedules import Schedule, parse_window
 from critwin.empirical.config import TrainConfig
 from critwin.empirical.interventions.freeze import Freeze
 from critwin.empirical.models.transformer import ModelConfig
+
+from critwin.errors import ConfigError
+from critwin.schedules import Schedule, parse_window
 
 TRAIN_KEYS = tuple(f.name for f in fields(TrainConfig) if f.name not in ("model", "wd_windows", "freeze"))
 MODEL_KEYS = tuple(f.name for f in fields(ModelConfig))

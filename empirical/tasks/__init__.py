@@ -1,11 +1,12 @@
 """Task generators: deterministic integer-token splits from a task seed."""
-from critwin.errors import ConfigError
 from critwin.empirical.tasks.alchemy import AlchemyTask
 from critwin.empirical.tasks.anchor_permutation import PermutationAnchorTask
 from critwin.empirical.tasks.anchor_shift import ShiftAnchorTask
 from critwin.empirical.tasks.base import Split, TaskData
 from critwin.empirical.tasks.modarith import ModularAdditionTask
 from critwin.empirical.tasks.scan import ScanTask
+
+from critwin.errors import ConfigError
 
 TASKS = {"anchor_permutation": PermutationAnchorTask, "anchor_shift": ShiftAnchorTask,
          "alchemy_withheld": AlchemyTask, "alchemy_composition": AlchemyTask, "alchemy_decomposition": AlchemyTask,

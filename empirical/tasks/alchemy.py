@@ -24,11 +24,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from critwin.empirical.tasks.alchemy_chemistry import (
+    FEATURE_VALUES,
+    HELD_OUT_RULES,
+    PAIRS,
+    POTIONS,
+    REWARDS,
+    Chemistry,
+    corner,
+    held_out_split,
+)
+from critwin.empirical.tasks.base import Split, TaskData
 
 from critwin.errors import ConfigError
-from critwin.empirical.tasks.alchemy_chemistry import (FEATURE_VALUES, HELD_OUT_RULES, PAIRS, POTIONS, REWARDS, Chemistry, corner,
-                                held_out_split)
-from critwin.empirical.tasks.base import Split, TaskData
 
 VARIANTS = ("withheld", "composition", "decomposition")
 QUERY_ENDS = ("io", "potion")

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from critwin.empirical.tasks.base import Split, TaskData
 
 from critwin.errors import ConfigError
-from critwin.empirical.tasks.base import Split, TaskData
 
 SHIFTS = {1: 5, 2: 1, 3: -2, 4: -8}
 SEQ_LEN, VOCAB, KEY_LOW, KEY_HIGH, POSITIONS = 9, 201, 20, 99, 7

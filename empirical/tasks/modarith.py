@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from critwin.empirical.tasks.base import Split, TaskData
 
 from critwin.errors import ConfigError
-from critwin.empirical.tasks.base import Split, TaskData
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ generated actions with `extra['answers']` (actions then <eos>, padded with IGNOR
 from __future__ import annotations
 
 import numpy as np
-
 from critwin.empirical.tasks.base import Split, TaskData
 
 IGNORE = -100

@@ -1,4 +1,4 @@
-"""Where event-A failures come from (issue 11): the predictions on 1,320 held-out and 1,320 training
+"""Where event-A failures come from: the predictions on 1,320 held-out and 1,320 training
 queries split into event A, right features with the wrong reward, and features no stone of the
 chemistry has, and event A by rotation.
 
@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from critwin.empirical.store import RunStore
 from critwin.empirical.sweep import SweepSpec
 from critwin.empirical.tasks.alchemy_chemistry import Chemistry

@@ -1,11 +1,16 @@
-"""Dense logging of the first steps of the permutation anchor task (issue 17): no decay and an L2 penalty
+"""Dense logging of the first steps of the permutation anchor task: no decay and an L2 penalty
 (4e-3, non_embedding) from onsets 0 / 125 / 250, 3 task instances x seed 0, logged every 10 steps.
 Run: python probe_first_steps.py GAMMA STEPS (writes probe1_gGAMMA_STEPS.parquet here). A window that covers the
 rest of a short run trains exactly like the first steps of the 20k-step runs (constant learning rate)."""
-import sys, torch, pandas as pd
+import sys
+
+import pandas as pd
+import torch
+
 torch.set_num_threads(1)
 from critwin.empirical.sweep import config_from_flat
 from critwin.empirical.train import train
+
 gamma = float(sys.argv[1]); steps = int(sys.argv[2])
 rows = []
 for ts in (0, 1, 2):

@@ -22,8 +22,12 @@ import sys
 from dataclasses import replace
 
 import numpy as np
-
-from critwin.theory.composition import CompositionModel, calibrate_s_m, reasoning_fraction, simulate
+from critwin.theory.composition import (
+    CompositionModel,
+    calibrate_s_m,
+    reasoning_fraction,
+    simulate,
+)
 
 GAMMAS, D = (0.5, 0.8, 1.1), 64
 NO_DECAY_OOD = {0.5: 0.468, 0.8: 0.140, 1.1: 0.107}

@@ -14,8 +14,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-
-from critwin.theory.composition import CompositionModel, calibrate_s_m, calibrate_s_r, edges
+from critwin.theory.composition import (
+    CompositionModel,
+    calibrate_s_m,
+    calibrate_s_r,
+    edges,
+)
 
 D, LR, BETAS, TOTAL, WIDTH = 64, 3e-3, (0.9, 0.98), 20000, 5000
 ONSETS = [0, 50, 100, 150, 200, 250, 300, 400, 500, 1000, 2000, 5000, 10000, 14000]

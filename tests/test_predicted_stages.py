@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from critwin.bridge.stage_theory import BLOCKS, context_features, predict_stages
+from critwin.bridge.predicted_stages import BLOCKS, context_features, predict_stages
 from critwin.errors import ConfigError
-from critwin.theory.stages import LinearReadoutFlow, half_rise_time, stage_order
+from critwin.theory.readout_stages import LinearReadoutFlow, half_rise_time, stage_order
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +108,7 @@ def test_theory_stages_command(capsys, tmp_path):
 def test_compare_stages_orders_ranks_and_timescale():
     import pandas as pd
 
-    from critwin.bridge.stage_theory import compare_stages
+    from critwin.bridge.predicted_stages import compare_stages
     pred = [{"task": "alchemy_composition_h2", "variant": "composition", "hops": 2,
              "stage_times": {"A": 1.0, "B": 10.0, "C": 100.0}},
             {"task": "alchemy_withheld", "variant": "withheld", "hops": None,

@@ -1,5 +1,5 @@
 """Predicted Alchemy stages: context features of each query, the linear readout's flow
-(theory.stages), and the event curves A, B, C its predictions trace (`critwin theory stages`).
+(theory/readout_stages.py), and the event curves A, B, C its predictions trace (`critwin theory stages`).
 
 The features are what one attention layer and a readout can gather from the context, each
 block a normalised bag over the 108 stone classes (or the 6 potions):
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from critwin.theory.stages import (
+from critwin.theory.readout_stages import (
     LinearReadoutFlow,
     flow_times,
     half_rise_time,
@@ -24,7 +24,7 @@ from critwin.theory.stages import (
 from critwin.errors import ConfigError
 
 BLOCKS = ("context", "query", "potions", "links")
-CURVES = {"A": "event_a", "B": "event_b", "C": "event_c", "B|A": "p_b_given_a", "C|AB": "p_c_given_ab"}
+STAGE_CURVES = {"A": "event_a", "B": "event_b", "C": "event_c", "B|A": "p_b_given_a", "C|AB": "p_c_given_ab"}
 
 
 def context_features(episodes, blocks=BLOCKS) -> np.ndarray:
@@ -69,16 +69,16 @@ def predict_stages(variant: str, hops: int | None = None, chemistries: int | Non
     times = flow_times() if times is None else np.asarray(times, dtype=float)
     curves = pd.DataFrame([{"t": t, **alchemy_events(flow.predict(X["test"], t), data.splits["test"])}
                            for t in times])
-    from critwin.bridge.stages import stage_time
-    stage_t = {k: stage_time(curves.t, curves[c].fillna(0.0), c, "threshold", 1) for k, c in CURVES.items()}
-    cp_t = {k: stage_time(curves.t, curves[c].fillna(0.0), c, "changepoint") for k, c in CURVES.items()}
-    rise_t = {k: half_rise_time(curves.t, curves[c].fillna(0.0)) for k, c in CURVES.items()}
+    from critwin.bridge.stage_detection import stage_time
+    stage_t = {k: stage_time(curves.t, curves[c].fillna(0.0), c, "threshold", 1) for k, c in STAGE_CURVES.items()}
+    cp_t = {k: stage_time(curves.t, curves[c].fillna(0.0), c, "changepoint") for k, c in STAGE_CURVES.items()}
+    rise_t = {k: half_rise_time(curves.t, curves[c].fillna(0.0)) for k, c in STAGE_CURVES.items()}
     ba = curves["p_b_given_a"].to_numpy()
     dip = {"depth": float(ba[0] - np.nanmin(ba)), "t": float(curves.t[np.nanargmin(ba)])}
     return {"task": task.name, "variant": variant, "hops": hops, "chemistries": chemistries, "features": list(blocks),
             "stage_times": stage_t, "changepoint_times": cp_t, "half_rise_times": rise_t, "order": stage_order({k: rise_t[k] for k in ("A", "B", "C") if np.isfinite(stage_t[k])}),
             "never": [k for k in ("A", "B", "C") if not np.isfinite(stage_t[k])],
-            "final": {k: float(curves[c].iloc[-1]) for k, c in CURVES.items()},
+            "final": {k: float(curves[c].iloc[-1]) for k, c in STAGE_CURVES.items()},
             "dip_b_given_a": dip if dip["depth"] >= 0.05 else None, "curves": curves}
 
 
@@ -92,7 +92,7 @@ def compare_stages(predicted: list[dict], observed, method: str = "threshold") -
     (condition, stage) both reach the rank correlation and the timescale factor (steps per unit
     of flow time, geometric mean) with the spread of log(observed / (factor * predicted)).
     A store with several conditions per task (other lr, gamma) is read at its first: keep one per store."""
-    from critwin.bridge.stages import check_method
+    from critwin.bridge.stage_detection import check_method
     from scipy.stats import spearmanr
     times = "stage_times" if check_method(method) == "threshold" else "changepoint_times"
     rows, pairs = [], []

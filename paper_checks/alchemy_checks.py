@@ -21,13 +21,13 @@ from critwin.errors import ConfigError
 STAGE_SIZES = ("quick", "cpu", "paper", "authors")
 AUTHORS_EPOCHS, CHECKPOINT_EPOCHS = 150, 10    # the authors recipe on a CPU: 150 epochs, a checkpoint every 10
 INPUT_LABELS = {"stone_states": "variation: stone tokens"}
-CURVES = ("event_a", "event_b", "event_c", "p_b_given_a", "p_c_given_ab")
+EVENT_CURVES = ("event_a", "event_b", "event_c", "p_b_given_a", "p_c_given_ab")
 
 
 def stage_times(curves) -> dict:
     """Completion step per curve (nan: never), curves a frame indexed by step, one column per metric."""
-    from critwin.bridge.stages import stage_time
-    return {m: stage_time(curves.index, curves[m].fillna(0.0), m) for m in CURVES if m in curves}
+    from critwin.bridge.stage_detection import stage_time
+    return {m: stage_time(curves.index, curves[m].fillna(0.0), m) for m in EVENT_CURVES if m in curves}
 
 
 def split_curves(store: RunStore, cfg, split: str = "test"):
@@ -197,7 +197,7 @@ def _s2(store, cfgs, size):
 def _hops_rows(store, cfgs):
     """Per hop count the A completion by the threshold rule (judged) and by change points
     (reported: where A's last rise completes, a time that exists even when A stays below 0.95)."""
-    from critwin.bridge.stages import stage_time
+    from critwin.bridge.stage_detection import stage_time
     per = _per_condition(store, cfgs)
     rows, hops, t_a, t_c, final_c, end, cp_a = [], [], [], [], [], 0, []
     for name, runs in per.items():
@@ -337,7 +337,7 @@ class PlasticityCheck:
     def missing(self, size: str, store: RunStore, *args, seeds: int | None = None, points: int | None = None,
                 **kwargs) -> int:
         """Runs of the plan not yet stored (baselines with their checkpoints, and every branch)."""
-        from critwin.bridge.stages import plasticity_configs
+        from critwin.bridge.stage_detection import plasticity_configs
         flat, grid, comps, seed_range, _ = self.plan(size, seeds, points)
         cfgs = {c.run_id(): c for comp in comps
                 for c in plasticity_configs(flat, comp, grid, seed_range, freeze_optimizer="rebuild").values()}
@@ -346,7 +346,7 @@ class PlasticityCheck:
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True, train: bool = True,
             wd_scale: float = 1.0, seeds: int | None = None, device: str = "cpu", points: int | None = None,
             **ignored) -> dict:
-        from critwin.bridge.stages import plasticity_configs, plasticity_window
+        from critwin.bridge.stage_detection import plasticity_configs, plasticity_window
         _no_decay_scaling(wd_scale)
         flat, grid, comps, seed_range, every = self.plan(size, seeds, points)
         if device != "cpu":

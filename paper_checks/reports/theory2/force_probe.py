@@ -1,0 +1,86 @@
+"""The composition model's left-edge quantities, measured in no-decay runs (written before any edge it
+predicts is bisected; prints JSON, committed as force_probe.json).
+
+In the composition model the force per unit size on a path is what decides it under an L2 penalty:
+kappa_m = s_m eps on memorisation and kappa_q = s_r eps q on reasoning, so kappa_q / kappa_m = q / q*.
+Both are gradients of the loss, so they can be read off a real network whatever its optimizer:
+kappa_G(t) = |grad_G CE_train(t)| / |theta_G(t)| over a parameter group G, the full training set's
+cross-entropy gradient (no minibatch noise) at the weights of a no-decay run at step t. The reading:
+attention parameters carry the reasoning path (layer-1 value into layer-2 key/query), MLP parameters
+the memorisation path (a key-specific input-to-output map).
+
+Probes: the paper-size anchor task, no decay, gamma 0.5 / 0.8 / 1.1 x task instances 0-2 x seed 0, under
+AdamW (the paper's lr 3e-3, betas 0.9/0.98; 600 steps) and SGD with momentum (lr 0.1, momentum 0.9, the
+W9 protocol; 1000 steps), a state every 10 (AdamW) or 20 (SGD) steps.
+
+Run: python3 paper_checks/reports/theory2/force_probe.py > paper_checks/reports/theory2/force_probe.json
+"""
+import io
+import json
+import sys
+
+import numpy as np
+import torch
+from critwin.empirical.metrics.optim import parameter_group
+from critwin.empirical.sweep import config_from_flat
+from critwin.empirical.train import batch_loss, initial_model, train
+
+GAMMAS, TASK_SEEDS = (0.5, 0.8, 1.1), (0, 1, 2)
+OPTIMIZERS = {"adamw": ({"lr": 3e-3}, 600, 10), "sgd": ({"optimizer": "sgd", "lr": 0.1, "momentum": 0.9}, 1000, 20)}
+
+
+def accuracy(model, split) -> float:
+    with torch.no_grad():
+        return float((model(torch.as_tensor(split.inputs)).argmax(-1) == torch.as_tensor(split.targets)).float().mean())
+
+
+def forces(model, split) -> dict:
+    """kappa per group (attn, mlp): |full-batch CE gradient| / |weights| of that group."""
+    model.zero_grad()
+    x, y = torch.as_tensor(split.inputs), torch.as_tensor(split.targets)
+    batch_loss(model, x, y).backward()
+    g2, w2 = {"attn": 0.0, "mlp": 0.0}, {"attn": 0.0, "mlp": 0.0}
+    for name, p in model.named_parameters():
+        grp = parameter_group(name)
+        if grp in g2 and p.grad is not None:
+            g2[grp] += float((p.grad.double() ** 2).sum())
+            w2[grp] += float((p.detach().double() ** 2).sum())
+    return {g: float(np.sqrt(g2[g] / w2[g])) for g in g2}
+
+
+def probe(opt: str, gamma: float, task_seed: int) -> dict:
+    extra, steps, every = OPTIMIZERS[opt]
+    cfg = config_from_flat({"task": "anchor_permutation", "gamma": gamma, "task_seed": task_seed, "seed": 0,
+                            "steps": steps, "eval_every": steps, **extra,
+                            "checkpoints": list(range(every, steps, every))})
+    run = train(cfg, progress=False)
+    model, data = initial_model(cfg)
+    split, ood = data.splits["train"], data.splits["ood"]
+    rows = {k: [] for k in ("step", "kappa_attn", "kappa_mlp", "train_acc", "ood_acc")}
+    states = {0: None, **run.checkpoints}
+    for step in sorted(states):
+        if states[step] is not None:
+            model.load_state_dict(torch.load(io.BytesIO(states[step]), map_location="cpu", weights_only=False)["model"])
+        model.eval()       # no dropout in these models; eval only fixes it
+        f = forces(model, split)
+        rows["step"].append(step)
+        rows["kappa_attn"].append(f["attn"])
+        rows["kappa_mlp"].append(f["mlp"])
+        rows["train_acc"].append(accuracy(model, split))
+        rows["ood_acc"].append(accuracy(model, ood))
+    return rows
+
+
+def main() -> dict:
+    torch.set_num_threads(1)
+    out = {}
+    for opt in OPTIMIZERS:
+        for g in GAMMAS:
+            for ts in TASK_SEEDS:
+                out[f"{opt} gamma {g} task {ts}"] = probe(opt, g, ts)
+                print(f"probed {opt} gamma {g} task {ts}", file=sys.stderr, flush=True)
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(main()))
