@@ -5,7 +5,11 @@ In the composition model the force per unit size on a path is what decides it un
 kappa_m = s_m eps on memorisation and kappa_q = s_r eps q on reasoning, so kappa_q / kappa_m = q / q*.
 Both are gradients of the loss, so they can be read off a real network whatever its optimizer:
 kappa_G(t) = |grad_G CE_train(t)| / |theta_G(t)| over a parameter group G, the full training set's
-cross-entropy gradient (no minibatch noise) at the weights of a no-decay run at step t. The reading:
+cross-entropy gradient (no minibatch noise) at the weights of a no-decay run at step t. The model's force
+is radial (a balanced factor's gradient lies along the factor), so the radial part is logged too:
+F_G(t) = -<grad_G, theta_G> / |theta_G|^2, the growth rate per unit size the loss gives the group; under an L2
+penalty lambda the group grows iff F_G > lambda (for plain GD, and for Adam's sign limit coordinate by
+coordinate). The reading:
 attention parameters carry the reasoning path (layer-1 value into layer-2 key/query), MLP parameters
 the memorisation path (a key-specific input-to-output map).
 
@@ -39,13 +43,16 @@ def forces(model, split) -> dict:
     model.zero_grad()
     x, y = torch.as_tensor(split.inputs), torch.as_tensor(split.targets)
     batch_loss(model, x, y).backward()
-    g2, w2 = {"attn": 0.0, "mlp": 0.0}, {"attn": 0.0, "mlp": 0.0}
+    g2, w2, gw = ({"attn": 0.0, "mlp": 0.0} for _ in range(3))
     for name, p in model.named_parameters():
         grp = parameter_group(name)
         if grp in g2 and p.grad is not None:
-            g2[grp] += float((p.grad.double() ** 2).sum())
-            w2[grp] += float((p.detach().double() ** 2).sum())
-    return {g: float(np.sqrt(g2[g] / w2[g])) for g in g2}
+            g, w = p.grad.double(), p.detach().double()
+            g2[grp] += float((g ** 2).sum())
+            w2[grp] += float((w ** 2).sum())
+            gw[grp] += float((g * w).sum())
+    return {**{g: float(np.sqrt(g2[g] / w2[g])) for g in g2},
+            **{f"radial_{g}": -gw[g] / w2[g] for g in g2}}
 
 
 def probe(opt: str, gamma: float, task_seed: int) -> dict:
@@ -56,7 +63,7 @@ def probe(opt: str, gamma: float, task_seed: int) -> dict:
     run = train(cfg, progress=False)
     model, data = initial_model(cfg)
     split, ood = data.splits["train"], data.splits["ood"]
-    rows = {k: [] for k in ("step", "kappa_attn", "kappa_mlp", "train_acc", "ood_acc")}
+    rows = {k: [] for k in ("step", "kappa_attn", "kappa_mlp", "radial_attn", "radial_mlp", "train_acc", "ood_acc")}
     states = {0: None, **run.checkpoints}
     for step in sorted(states):
         if states[step] is not None:
@@ -66,6 +73,8 @@ def probe(opt: str, gamma: float, task_seed: int) -> dict:
         rows["step"].append(step)
         rows["kappa_attn"].append(f["attn"])
         rows["kappa_mlp"].append(f["mlp"])
+        rows["radial_attn"].append(f["radial_attn"])
+        rows["radial_mlp"].append(f["radial_mlp"])
         rows["train_acc"].append(accuracy(model, split))
         rows["ood_acc"].append(accuracy(model, ood))
     return rows
