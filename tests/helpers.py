@@ -34,3 +34,18 @@ def exit_on_three(x):
         os._exit(1)
     time.sleep(0.3)
     return x
+
+
+class Killed(Exception):
+    """Stands for a kill in the middle of training (raised by `kill_after`)."""
+
+
+def kill_after(step: int):
+    """An on_steps callback that raises Killed once `step` training steps are done."""
+    done = [0]
+
+    def on_steps(n):
+        done[0] += n
+        if done[0] >= step:
+            raise Killed
+    return on_steps

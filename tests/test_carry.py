@@ -10,6 +10,7 @@ import torch
 
 from critwin.empirical.sweep import config_from_flat
 from critwin.empirical.train import train
+from helpers import Killed, kill_after
 
 ROOT = Path(__file__).resolve().parents[1]
 CFG = {"d": 16, "steps": 60, "batch_size": 32, "eval_every": 10, "dropout": 0.1, "checkpoints": [10, 20]}
@@ -22,20 +23,6 @@ def _carry():
     return mod
 
 
-class _Stop(Exception):
-    pass
-
-
-def _stop_at(step):
-    done = [0]
-
-    def on_steps(n):
-        done[0] += n
-        if done[0] >= step:
-            raise _Stop
-    return on_steps
-
-
 def test_a_carried_state_resumes_exactly_and_keeps_only_the_chosen_checkpoints(tmp_path):
     carry = _carry()
     cfg = config_from_flat(CFG)
@@ -43,8 +30,8 @@ def test_a_carried_state_resumes_exactly_and_keeps_only_the_chosen_checkpoints(t
     old, new, repo = tmp_path / "old", tmp_path / "new", tmp_path / "carry"
     old.mkdir()
     rid = cfg.run_id()
-    with pytest.raises(_Stop):
-        train(cfg, progress=False, on_steps=_stop_at(35), resume=old / f".resume-{rid}.pt", save_every=0)
+    with pytest.raises(Killed):
+        train(cfg, progress=False, on_steps=kill_after(35), resume=old / f".resume-{rid}.pt", save_every=0)
     m = carry.save(old, rid, keep=(20,), out=repo)
     assert m["step"] == 30 and list(m["checkpoints_kept"]) == [20] and m["checkpoints_dropped"] == [10]
     carry.restore(new, rid, src=repo)

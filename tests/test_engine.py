@@ -9,6 +9,7 @@ from critwin.empirical.engine import pack_key, packs, train_pack
 from critwin.empirical.models import ModelConfig
 from critwin.empirical.sweep import LocalExecutor, run_sweep
 from critwin.errors import ConfigError
+from helpers import Killed, kill_after
 
 BASE = TrainConfig(model=ModelConfig(d=16), steps=60, batch_size=32, eval_every=20)
 # Stated tolerance (relative), every metric: 1e-4 (measured: losses and accuracies ~1e-7, weight
@@ -220,10 +221,6 @@ def test_a_bad_config_in_a_pack_fails_alone(tmp_path):
     assert_matches_alone(MIXED[3], store.load(MIXED[3].run_id()))
 
 
-class _Killed(Exception):
-    pass
-
-
 def test_a_pack_killed_midway_resumes_with_the_numbers_of_an_uninterrupted_pack(tmp_path):
     """Members with own learning rates, both decay readings and an optimizer rebuilt at a freeze
     (its own Adam step count) continue exactly: equal metrics, bit for bit, to the pack trained
@@ -234,14 +231,8 @@ def test_a_pack_killed_midway_resumes_with_the_numbers_of_an_uninterrupted_pack(
     cfgs = [replace(c, freeze_optimizer="rebuild") for c in cfgs]
     whole = train_pack(cfgs, progress=False)
     path = tmp_path / "pack.pt"
-    done = [0]
-
-    def kill_at_40(n):       # steps come in members x steps
-        done[0] += n
-        if done[0] >= 40 * len(cfgs):
-            raise _Killed
-    with pytest.raises(_Killed):
-        train_pack(cfgs, progress=False, on_steps=kill_at_40, resume=path, save_every=0)
+    with pytest.raises(Killed):
+        train_pack(cfgs, progress=False, on_steps=kill_after(40 * len(cfgs)), resume=path, save_every=0)
     assert path.is_file()
     resumed = train_pack(cfgs, progress=False, resume=path, save_every=0)
     for a, b in zip(whole, resumed):

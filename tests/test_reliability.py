@@ -18,6 +18,7 @@ from critwin.empirical.store import CLAIM_PREFIX, TMP_PREFIX
 from critwin.empirical.sweep import LocalExecutor, SweepSpec, config_from_flat, run_sweep, summarize
 from critwin.empirical.sweep.runner import steps_saved
 from critwin.errors import ConfigError
+from helpers import Killed, kill_after
 
 TINY = {"d": 16, "steps": 20, "batch_size": 32, "eval_every": 10}
 TINY_ARGS = ["--d", "16", "--steps", "20", "--batch-size", "32", "--eval-every", "10", "--no-progress"]
@@ -290,18 +291,6 @@ def test_a_killed_worker_loses_the_runs_in_flight_and_the_pool_goes_on():
 
 
 # resume: a run killed midway continues from its last saved state ------------------------------
-class _Killed(Exception):
-    pass
-
-
-def _kill_at(step):
-    done = [0]
-
-    def on_steps(n):
-        done[0] += n
-        if done[0] >= step:
-            raise _Killed
-    return on_steps
 
 
 RESUMABLE = {"d": 16, "steps": 60, "batch_size": 32, "eval_every": 10, "wd": 4e-3, "wd_window_start": 20,
@@ -313,8 +302,8 @@ def test_a_run_killed_midway_resumes_with_the_numbers_of_an_uninterrupted_run(tm
     cfg = config_from_flat(RESUMABLE)
     whole = train(cfg, progress=False)
     path = tmp_path / "state.pt"
-    with pytest.raises(_Killed):
-        train(cfg, progress=False, on_steps=_kill_at(30), resume=path, save_every=0)
+    with pytest.raises(Killed):
+        train(cfg, progress=False, on_steps=kill_after(30), resume=path, save_every=0)
     assert path.is_file()
     resumed = train(cfg, progress=False, resume=path, save_every=0)
     assert resumed.summary["resumed_from_step"] == 20        # the last state written before the kill at 30
@@ -337,8 +326,8 @@ def test_a_damaged_or_foreign_resume_state_is_ignored_with_a_warning(tmp_path):
         run = train(cfg, progress=False, resume=bad, save_every=1e9)
     pd.testing.assert_frame_equal(run.metrics, whole.metrics)
     other = tmp_path / "other.pt"
-    with pytest.raises(_Killed):
-        train(dataclasses.replace(cfg, seed=1), progress=False, on_steps=_kill_at(30), resume=other, save_every=0)
+    with pytest.raises(Killed):
+        train(dataclasses.replace(cfg, seed=1), progress=False, on_steps=kill_after(30), resume=other, save_every=0)
     with pytest.warns(UserWarning, match="another config"):
         run = train(cfg, progress=False, resume=other, save_every=1e9)
     assert "resumed_from_step" not in run.summary
@@ -420,8 +409,8 @@ def test_a_sweep_forms_a_killed_pack_again_before_packing_the_rest(tmp_path):
     a, b, c, d = (config_from_flat({**TINY, "steps": 60, "seed": s}) for s in range(4))
     store = RunStore(tmp_path)
     store.root.mkdir(exist_ok=True)
-    with pytest.raises(_Killed):
-        train_pack([b, c], progress=False, on_steps=_kill_at(2 * 30), resume=store.pack_resume_path(
+    with pytest.raises(Killed):
+        train_pack([b, c], progress=False, on_steps=kill_after(2 * 30), resume=store.pack_resume_path(
             [b.run_id(), c.run_id()]), save_every=0)
     res = run_sweep([a, b, c, d], store, LocalExecutor(1, pack=2), progress=False)
     assert len(res.done) == 4 and list(tmp_path.glob(".pack-resume-*")) == []
@@ -438,8 +427,8 @@ def test_a_pack_state_whose_runs_are_stored_is_dropped(tmp_path):
     store = RunStore(tmp_path)
     run_sweep([a, b], store, LocalExecutor(1, pack=2), progress=False)
     path = store.pack_resume_path([a.run_id(), b.run_id()])
-    with pytest.raises(_Killed):
-        train_pack([a, b], progress=False, on_steps=_kill_at(2 * 30), resume=path, save_every=0)
+    with pytest.raises(Killed):
+        train_pack([a, b], progress=False, on_steps=kill_after(2 * 30), resume=path, save_every=0)
     assert path.is_file()
     res = run_sweep([a, b], store, LocalExecutor(1, pack=2), progress=False)
     assert len(res.skipped) == 2 and not path.exists()
@@ -458,8 +447,8 @@ def test_runs_progress_lists_live_claims_and_resume_states(tmp_path, capsys):
     from critwin.empirical.train import train
     store = RunStore(tmp_path)
     killed = config_from_flat({k: v for k, v in RESUMABLE.items() if k != "dropout"})
-    with pytest.raises(_Killed):
-        train(killed, progress=False, on_steps=_kill_at(30), resume=store.resume_path(killed.run_id()), save_every=0)
+    with pytest.raises(Killed):
+        train(killed, progress=False, on_steps=kill_after(30), resume=store.resume_path(killed.run_id()), save_every=0)
     busy = dataclasses.replace(killed, seed=7)
     assert store.claim(busy.run_id())
     (tmp_path / f".resume-{'f' * 16}.pt").write_bytes(b"damaged")

@@ -9,7 +9,8 @@ cross-entropy gradient (no minibatch noise) at the weights of a no-decay run at 
 is radial (a balanced factor's gradient lies along the factor), so the radial part is logged too:
 F_G(t) = -<grad_G, theta_G> / |theta_G|^2, the growth rate per unit size the loss gives the group; under an L2
 penalty lambda the group grows iff F_G > lambda (for plain GD, and for Adam's sign limit coordinate by
-coordinate). The reading:
+coordinate). A path lives in a few directions of its group, so the force along the direction the group
+has moved since init is logged too (learned_G). The reading:
 attention parameters carry the reasoning path (layer-1 value into layer-2 key/query), MLP parameters
 the memorisation path (a key-specific input-to-output map).
 
@@ -38,12 +39,14 @@ def accuracy(model, split) -> float:
         return float((model(torch.as_tensor(split.inputs)).argmax(-1) == torch.as_tensor(split.targets)).float().mean())
 
 
-def forces(model, split) -> dict:
-    """kappa per group (attn, mlp): |full-batch CE gradient| / |weights| of that group."""
+def forces(model, split, init: dict | None = None) -> dict:
+    """kappa per group (attn, mlp): |full-batch CE gradient| / |weights| of that group; radial_G: the
+    growth force per unit size; learned_G (given the initial weights): the same along the direction the
+    group has moved since init, u = (theta - theta_0) / |theta - theta_0|: -<grad, u> / <theta, u>."""
     model.zero_grad()
     x, y = torch.as_tensor(split.inputs), torch.as_tensor(split.targets)
     batch_loss(model, x, y).backward()
-    g2, w2, gw = ({"attn": 0.0, "mlp": 0.0} for _ in range(3))
+    g2, w2, gw, gd, wd, dd = ({"attn": 0.0, "mlp": 0.0} for _ in range(6))
     for name, p in model.named_parameters():
         grp = parameter_group(name)
         if grp in g2 and p.grad is not None:
@@ -51,8 +54,15 @@ def forces(model, split) -> dict:
             g2[grp] += float((g ** 2).sum())
             w2[grp] += float((w ** 2).sum())
             gw[grp] += float((g * w).sum())
-    return {**{g: float(np.sqrt(g2[g] / w2[g])) for g in g2},
-            **{f"radial_{g}": -gw[g] / w2[g] for g in g2}}
+            if init is not None:
+                d = w - init[name].double()
+                gd[grp] += float((g * d).sum())
+                wd[grp] += float((w * d).sum())
+                dd[grp] += float((d ** 2).sum())
+    out = {**{g: float(np.sqrt(g2[g] / w2[g])) for g in g2}, **{f"radial_{g}": -gw[g] / w2[g] for g in g2}}
+    if init is not None:
+        out.update({f"learned_{g}": (-gd[g] / wd[g] if dd[g] > 0 and wd[g] != 0 else float("nan")) for g in g2})
+    return out
 
 
 def probe(opt: str, gamma: float, task_seed: int) -> dict:
@@ -63,18 +73,22 @@ def probe(opt: str, gamma: float, task_seed: int) -> dict:
     run = train(cfg, progress=False)
     model, data = initial_model(cfg)
     split, ood = data.splits["train"], data.splits["ood"]
-    rows = {k: [] for k in ("step", "kappa_attn", "kappa_mlp", "radial_attn", "radial_mlp", "train_acc", "ood_acc")}
+    rows = {k: [] for k in ("step", "kappa_attn", "kappa_mlp", "radial_attn", "radial_mlp", "learned_attn",
+                            "learned_mlp", "train_acc", "ood_acc")}
+    init = {k: v.detach().clone() for k, v in model.named_parameters()}
     states = {0: None, **run.checkpoints}
     for step in sorted(states):
         if states[step] is not None:
             model.load_state_dict(torch.load(io.BytesIO(states[step]), map_location="cpu", weights_only=False)["model"])
         model.eval()       # no dropout in these models; eval only fixes it
-        f = forces(model, split)
+        f = forces(model, split, init if step > 0 else None)
         rows["step"].append(step)
         rows["kappa_attn"].append(f["attn"])
         rows["kappa_mlp"].append(f["mlp"])
         rows["radial_attn"].append(f["radial_attn"])
         rows["radial_mlp"].append(f["radial_mlp"])
+        rows["learned_attn"].append(f.get("learned_attn", float("nan")))
+        rows["learned_mlp"].append(f.get("learned_mlp", float("nan")))
         rows["train_acc"].append(accuracy(model, split))
         rows["ood_acc"].append(accuracy(model, ood))
     return rows
