@@ -50,6 +50,12 @@ def check_branch(source: "TrainConfig", cfg: "TrainConfig", step: int) -> None:
         raise ConfigError("freeze", list(cfg.freeze), f"the source run's freezes before step {step} (new ones from it on)")
 
 
+# The paper's own reading of its decay (Eq. 4): an L2 penalty in the loss on every non-embedding
+# parameter, passed through the optimizer. The commands and checks default to it; TrainConfig keeps
+# its original defaults (decoupled, matrices) so that stored runs keep their ids.
+PAPER_READING = {"decay_form": "l2", "decay_set": "non_embedding", "head_bias": False}
+
+
 def reading_label(decay_form: str, decay_set: str, head_bias: bool) -> str:
     """'l2/non_embedding', 'decoupled/matrices/head bias': the decay reading in tables and titles."""
     return f"{decay_form}/{decay_set}" + ("/head bias" if head_bias else "")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 from critwin.empirical import RunStore
-from critwin.empirical.config import ADDED_DEFAULTS, ADDED_MODEL_DEFAULTS
+from critwin.empirical.config import PAPER_READING
 from critwin.empirical.config import reading_label as config_reading_label
 from critwin.empirical.sweep import config_from_flat, run_sweep
 from critwin.empirical.train import censored_reach
@@ -103,13 +103,12 @@ def variance_split(values, instances) -> dict:
     return {"instance_share": between / total, "seed_share": 1.0 - between / total}
 
 
-DEFAULT_READING = {"decay_form": ADDED_DEFAULTS["decay_form"], "decay_set": ADDED_DEFAULTS["decay_set"],
-                   "head_bias": ADDED_MODEL_DEFAULTS["head_bias"]}
+DEFAULT_READING = dict(PAPER_READING)       # the paper's protocol; any other reading is a labelled variation
 READING_KEYS = tuple(DEFAULT_READING)
 
 
 def scaled_reading_label(reading: dict | None, wd_scale: float = 1.0) -> str:
-    """'decoupled/matrices' (the toolkit's original reading), 'l2/non_embedding', '... x333'."""
+    """'l2/non_embedding' (the paper's reading, the default), 'decoupled/matrices', '... x333'."""
     r = {**DEFAULT_READING, **(reading or {})}
     return config_reading_label(r["decay_form"], r["decay_set"], r["head_bias"]) + (
         f" x{scale_text(wd_scale)}" if wd_scale != 1.0 else "")
@@ -159,7 +158,7 @@ class EmpiricalCheck:
             raise ConfigError("reading", sorted(unknown), "keys among " + ", ".join(READING_KEYS))
 
         def flat(v, t, s):
-            d = {**self.base, **v, **(reading or {}), "task_seed": t, "seed": s}
+            d = {**DEFAULT_READING, **self.base, **v, **(reading or {}), "task_seed": t, "seed": s}
             for k in ("wd", "budget"):
                 if k in d and wd_scale != 1.0:
                     d[k] = d[k] * wd_scale
@@ -214,7 +213,7 @@ class EmpiricalCheck:
             v = f"{v} (incomplete: {have} of {len(cfgs)} runs in the store)"
         label = scaled_reading_label(reading, wd_scale)
         if label != scaled_reading_label(None):
-            v = f"{v} (decay reading {label}: a variation, not the paper's literal protocol)"
+            v = f"{v} (decay reading {label}: a variation, not the paper's Eq. 4)"
         if size == "paper" and (seeds, tasks) != (self.seeds, self.task_seeds):
             v = f"{v} ({tasks} task instances x {seeds} seeds; the protocol has {self.task_seeds} x {self.seeds})"
         return {"id": self.id, "claim": self.claim, "size": size, "wd_scale": wd_scale, "metric": self.metric,

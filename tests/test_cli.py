@@ -141,3 +141,19 @@ def test_sweep_rejects_bad_grid_before_running(capsys, tmp_path):
     assert code == 2 and out["field"] == "wd_window" and not (tmp_path / "s").exists()
     code = main(["sweep", "run", "--executor", "dask", "--set", "seed=0", "--json"])
     assert code == 2 and json.loads(capsys.readouterr().out)["field"] == "scheduler"
+
+
+def test_the_paper_reading_is_the_default_and_old_ids_stay():
+    """`critwin train anchor` and the checks default to the paper's Eq. 4 (L2 on the non-embedding
+    parameters); asking for the decoupled reading gives the config, and id, it always had."""
+    from critwin.cli.main import build_parser
+    from critwin.cli.train import config_from_args
+    from critwin.empirical import TrainConfig
+    from critwin.empirical.sweep import config_from_flat
+    argv = ["train", "anchor", "--steps", "200", "--wd", "4e-3", "--wd-window", "0:100"]
+    cfg = config_from_args(build_parser(argv).parse_args(argv), "anchor_permutation")
+    assert (cfg.decay_form, cfg.decay_set) == ("l2", "non_embedding")
+    argv += ["--decay-form", "decoupled", "--decay-set", "matrices"]
+    old = config_from_args(build_parser(argv).parse_args(argv), "anchor_permutation")
+    same = config_from_flat({"steps": 200, "wd": 4e-3, "wd_window": "0:100"})     # the library's defaults
+    assert old.run_id() == same.run_id() and TrainConfig().decay_form == "decoupled"

@@ -68,11 +68,19 @@ def test_head_bias_is_an_option():
 
 def test_old_run_ids_keep_their_meaning():
     """Runs stored before the readings existed: same id, read back as decoupled/matrices/no bias."""
-    committed = json.loads((RESULTS / "W2_paper.json").read_text())
+    committed = json.loads((RESULTS / "W2_paper_decoupled_matrices.json").read_text())
     ids = {r["value"]: r["run_ids"] for r in committed["rows"]}
-    for (name, t, s), cfg in CHECKS["W2"].configs("paper", seeds=3, task_seeds=1).items():
+    decoupled = {"decay_form": "decoupled", "decay_set": "matrices"}
+    for (name, t, s), cfg in CHECKS["W2"].configs("paper", seeds=3, task_seeds=1, reading=decoupled).items():
         assert cfg.run_id() == ids[name][s]
         assert (cfg.decay_form, cfg.decay_set, cfg.model.head_bias) == ("decoupled", "matrices", False)
+    # the paper's reading, now the checks' default, finds the runs stored under it by name
+    committed = json.loads((RESULTS / "W2_paper.json").read_text())
+    assert committed["reading"] == "l2/non_embedding"
+    ids = {r["value"]: r["run_ids"] for r in committed["rows"]}
+    for (name, t, s), cfg in CHECKS["W2"].configs("paper").items():      # 3 instances x 3 seeds, in that order
+        assert cfg.run_id() == ids[name][t * committed["seeds"] + s]
+        assert not cfg.wd_windows or (cfg.decay_form, cfg.decay_set) == ("l2", "non_embedding")   # no decay: shared
     old = {k: v for k, v in TrainConfig().resolved().items() if k not in ("decay_form", "decay_set")}
     old["model"] = {k: v for k, v in old["model"].items() if k != "head_bias"}
     assert TrainConfig.from_dict(old) == TrainConfig()

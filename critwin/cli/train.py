@@ -6,6 +6,7 @@ from dataclasses import replace
 from critwin.bridge.table import format_table
 from critwin.empirical import RunStore, TrainConfig, train
 from critwin.empirical.config import DEVICES, PRECISIONS
+from critwin.empirical.config import PAPER_READING
 from critwin.empirical.interventions import DECAY_FORMS, PLACEMENTS
 from critwin.empirical.models import DECAY_SETS, INITS
 from critwin.empirical.models.transformer import LAYER_INITS
@@ -20,12 +21,14 @@ VARIANTS = {"permutation": "anchor_permutation", "shift": "anchor_shift"}
 
 
 def add_reading_args(parser):
-    parser.add_argument("--decay-form", choices=DECAY_FORMS, default="decoupled",
-                        help="decoupled shrink after the step, l2 penalty through the optimizer, or adam_scaled (an"
-                             " intervention: the penalty's gradient normalised per coordinate as in Adam, outside"
-                             " Adam's moments)")
-    parser.add_argument("--decay-set", choices=DECAY_SETS, default="matrices",
-                        help="what decay touches: matrices, non_embedding (theta minus E), all")
+    """--decay-form, --decay-set, --head-bias. Default: the paper's Eq. 4, an L2 penalty on every
+    non-embedding parameter through the optimizer; the decoupled readings are variations."""
+    parser.add_argument("--decay-form", choices=DECAY_FORMS, default=PAPER_READING["decay_form"],
+                        help="l2 penalty through the optimizer (default: the paper's Eq. 4), decoupled shrink after"
+                             " the step (a variation), or adam_scaled (an intervention: the penalty's gradient"
+                             " normalised per coordinate as in Adam, outside Adam's moments)")
+    parser.add_argument("--decay-set", choices=DECAY_SETS, default=PAPER_READING["decay_set"],
+                        help="what decay touches: non_embedding (theta minus E; default), matrices, all")
     parser.add_argument("--head-bias", action="store_true", help="give the unembedding a bias")
 
 

@@ -1,8 +1,8 @@
 """W11 under each decay reading: the grokking step against lambda, constant vs window, every run a dot.
 
 Run from the repository root after the checks have written their results:
-  python paper_checks/reports/w11_readings/plot.py paper_checks/results/W11_paper_tasks1_seeds1.json \
-      paper_checks/results/W11_paper_l2_non_embedding.json
+  python paper_checks/reports/w11_readings/plot.py paper_checks/results/W11_paper_decoupled_matrices_tasks1_seeds1.json \
+      paper_checks/results/W11_paper.json
 Writes grokking_steps.png beside this file. A run that never groks is drawn at T (censored), hollow.
 """
 import json
