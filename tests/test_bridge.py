@@ -79,6 +79,15 @@ def test_demo_end_to_end_small(capsys, tmp_path):
     assert d["predicted"]["recipe"]["t1_steps"] == pytest.approx(231.05, abs=0.1)
     assert isinstance(d["prediction_confirmed"], bool)
     assert (tmp_path / "out" / "demo.png").stat().st_size > 1000
+    assert d["reading"] == "l2/non_embedding" and "paper size" in d["paper_size"]
+    store = RunStore(tmp_path / "runs")
+    decayed = [store.load(r).config for r in store.scan()[0] if store.load(r).config["wd_windows"]]
+    assert decayed and all((c["decay_form"], c["decay_set"]) == ("l2", "non_embedding") for c in decayed)
+
+
+def test_demo_reading_is_an_option_and_bad_ones_name_the_field(capsys, tmp_path):
+    assert main(["demo", "--reading", "literal", "--store", str(tmp_path)]) == 2
+    assert "reading" in capsys.readouterr().err
 
 
 def test_report(capsys, onset_store, tmp_path):

@@ -1,20 +1,24 @@
 """Command `critwin demo`: the main job, a predicted window verified on quick runs."""
 from __future__ import annotations
 
-from critwin.bridge.demo import DEMO_WD, demo, render
+from critwin.bridge.demo import DEMO_WDS, demo, render
 
 
 def cmd_demo(args):
     res = demo(args.steps, args.width, args.wd, args.gamma, args.seeds, args.store, args.out, args.workers,
-               quiet=args.json, pack=args.pack)
+               quiet=args.json, pack=args.pack, reading=args.reading)
     return res, render(res)
 
 
 def register(p):
-    p.add_argument("--steps", type=int, default=4000, help="training length of each run")
-    p.add_argument("--width", type=int, default=1000, help="decay window width")
-    p.add_argument("--wd", type=float, default=DEMO_WD,
-                   help="decay inside the windows (default 4/3: lr*lambda = 4e-3 per step)")
+    p.add_argument("--steps", type=int, default=6000, help="training length of each run")
+    p.add_argument("--width", type=int, default=3000, help="decay window width")
+    p.add_argument("--reading", default="l2/non_embedding",
+                   help="decay reading FORM/SET: l2/non_embedding (the paper's Eq. 4, default) or a variation such as"
+                        " decoupled/matrices")
+    p.add_argument("--wd", type=float, default=None,
+                   help="decay inside the windows (default: " + ", ".join(f"{k} {v:g}" for k, v in DEMO_WDS.items())
+                        + "; the decoupled 4/3 is lr*lambda = 4e-3 per step)")
     p.add_argument("--gamma", type=float, default=0.8)
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--workers", type=int, default=2)
