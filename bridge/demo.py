@@ -109,6 +109,7 @@ def demo(steps: int = 6000, width: int = 3000, wd: float | None = None, gamma: f
              "sd": [r["ood_sd"] for r in rows[1:]], "seeds": seeds, "threshold": base_ood,
              "threshold_label": f"no decay ({base_ood:.3f})", "observed_window": observed}
     figures.plot_onset_comparison([{"curve": curve, "gamma": gamma, "width": width, "wd": wd, "steps": steps,
+                                    "reading": reading + (" (Eq. 4)" if reading == "l2/non_embedding" else " (a variation)"),
                                     "recipe_t1": t1, "recipe_t2": t2, "reduced_t1": red["t1_steps"],
                                     "reduced_t2": red["t2_steps"]}], fig, "OOD accuracy")
     return {"predicted": {"recipe": rec, "reduced_law": {k: red[k] for k in ("t1_steps", "t2_steps",
