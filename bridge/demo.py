@@ -10,6 +10,7 @@ from critwin.bridge import figures
 from critwin.bridge.compare import config_setting
 from critwin.bridge.table import format_table
 from critwin.empirical import RunStore, load_summaries
+from critwin.empirical.config import PAPER_READING, reading_label
 from critwin.empirical.sweep import LocalExecutor, config_from_flat, run_sweep
 
 from critwin import theory as th
@@ -38,18 +39,24 @@ DEMO_WD = 4e-3 / 3e-3
 DEMO_WDS = {"l2": DEMO_L2_WD, "decoupled": DEMO_WD}
 # What the same contrast gives at paper size (20,000 steps, the protocol's 3 task instances x 3 seeds,
 # paper_checks/results/W1_paper.json, W2_paper.json, W4_paper.json): shown beside the demo's quick runs.
+PAPER_LABEL = reading_label(PAPER_READING["decay_form"], PAPER_READING["decay_set"], PAPER_READING["head_bias"])
 PAPER_SIZE_L2 = ("paper size (20k steps, 3 instances x 3 seeds, lambda 4e-3): no decay 0.152, window [0, 5000)"
                  " 0.163, onsets 0 / 100 / 400: 0.19 / 0.52 / 0.67, window [5000, 10000) 0.783")
 
 
+def reading_note(reading: str) -> str:
+    """The reading as tables and figures show it: the paper's Eq. 4, or a labelled variation."""
+    return reading + (" (the paper's Eq. 4)" if reading == PAPER_LABEL else " (a variation)")
+
+
 def demo(steps: int = 6000, width: int = 3000, wd: float | None = None, gamma: float = 0.8, seeds: int = 2,
          store="runs", out="critwin-out", workers: int | None = 2, quiet: bool = False,
-         pack: int | None = None, reading: str = "l2/non_embedding") -> dict:
+         pack: int | None = None, reading: str = PAPER_LABEL) -> dict:
     """Predict the window (the paper's recipe: the theory's best edges today), then train no decay, a
     window from step 0, one from the predicted left edge and a late one, under `reading` (FORM/SET)."""
     form, _, dset = reading.partition("/")
     if form not in DEMO_WDS or not dset:
-        raise ConfigError("reading", reading, "FORM/SET with FORM l2 or decoupled, e.g. l2/non_embedding")
+        raise ConfigError("reading", reading, f"FORM/SET with FORM l2 or decoupled, e.g. {PAPER_LABEL}")
     wd = DEMO_WDS[form] if wd is None else wd
     for name, v, lo in (("seeds", seeds, 1), ("steps", steps, 2), ("width", width, 1)):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
@@ -109,7 +116,7 @@ def demo(steps: int = 6000, width: int = 3000, wd: float | None = None, gamma: f
              "sd": [r["ood_sd"] for r in rows[1:]], "seeds": seeds, "threshold": base_ood,
              "threshold_label": f"no decay ({base_ood:.3f})", "observed_window": observed}
     figures.plot_onset_comparison([{"curve": curve, "gamma": gamma, "width": width, "wd": wd, "steps": steps,
-                                    "reading": reading + (" (Eq. 4)" if reading == "l2/non_embedding" else " (a variation)"),
+                                    "reading": reading_note(reading),
                                     "recipe_t1": t1, "recipe_t2": t2, "reduced_t1": red["t1_steps"],
                                     "reduced_t2": red["t2_steps"]}], fig, "OOD accuracy")
     return {"predicted": {"recipe": rec, "reduced_law": {k: red[k] for k in ("t1_steps", "t2_steps",
@@ -123,8 +130,7 @@ def demo(steps: int = 6000, width: int = 3000, wd: float | None = None, gamma: f
 def render(res: dict) -> str:
     rec = res["predicted"]["recipe"]
     red = res["predicted"]["reduced_law"]
-    lines = [f"decay reading {res['reading']}, lambda {res['wd']:g}"
-             + (" (the paper's Eq. 4)" if res["reading"] == "l2/non_embedding" else " (a variation)"),
+    lines = [f"decay reading {reading_note(res['reading'])}, lambda {res['wd']:g}",
              f"predicted window (paper's recipe): t1 = {rec['t1_steps']:,.0f}, t2 = {rec['t2_steps']:,.0f} steps;"
              f" derived bilinear law: t2 = {red['t2_steps']:,.0f} steps",
              format_table(res["rows"], ["schedule", "vs_predicted", "predicted", "ood_acc", "ood_sd", "train_acc"]),

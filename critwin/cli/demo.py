@@ -1,7 +1,7 @@
 """Command `critwin demo`: the main job, a predicted window verified on quick runs."""
 from __future__ import annotations
 
-from critwin.bridge.demo import DEMO_WDS, demo, render
+from critwin.bridge.demo import DEMO_WDS, PAPER_LABEL, demo, render
 
 
 def cmd_demo(args):
@@ -13,8 +13,8 @@ def cmd_demo(args):
 def register(p):
     p.add_argument("--steps", type=int, default=6000, help="training length of each run")
     p.add_argument("--width", type=int, default=3000, help="decay window width")
-    p.add_argument("--reading", default="l2/non_embedding",
-                   help="decay reading FORM/SET: l2/non_embedding (the paper's Eq. 4, default) or a variation such as"
+    p.add_argument("--reading", default=PAPER_LABEL,
+                   help=f"decay reading FORM/SET: {PAPER_LABEL} (the paper's Eq. 4, default) or a variation such as"
                         " decoupled/matrices")
     p.add_argument("--wd", type=float, default=None,
                    help="decay inside the windows (default: " + ", ".join(f"{k} {v:g}" for k, v in DEMO_WDS.items())

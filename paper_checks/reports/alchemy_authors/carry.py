@@ -21,6 +21,8 @@ from pathlib import Path
 
 import torch
 
+from critwin.empirical.store import write_atomic
+
 RUN_ID = "4fd235a0283b7550"            # train_long.sh's run (seed 0); its id is its config's hash
 KEEP = (3430, 27440, 48020)             # S6's 3-point grid at the authors' size: epochs 10, 80, 140
 HERE = Path(__file__).resolve().parent / "carry"
@@ -43,11 +45,11 @@ def save(store: Path, run_id: str = RUN_ID, keep=KEEP, out: Path = HERE) -> dict
         if int(step) in keep:
             path = out / f"checkpoint-{int(step)}.pt"
             if not path.is_file():
-                path.write_bytes(blob)
+                write_atomic(path, blob)
             kept[int(step)] = _sha(path.read_bytes())
     buf = io.BytesIO()
     torch.save(state, buf)
-    (out / "state.pt").write_bytes(buf.getvalue())
+    write_atomic(out / "state.pt", buf.getvalue())
     manifest = {"run_id": run_id, "step": int(state["step"]), "wall_s": round(float(state.get("wall", 0.0)), 1),
                 "checkpoints_kept": kept, "checkpoints_dropped": sorted(int(s) for s in ckpts if int(s) not in keep),
                 "state_sha": _sha(buf.getvalue())}
@@ -71,9 +73,7 @@ def restore(store: Path, run_id: str = RUN_ID, src: Path = HERE) -> dict:
     store.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     torch.save(state, buf)
-    tmp = dst.with_suffix(".tmp")
-    tmp.write_bytes(buf.getvalue())
-    tmp.replace(dst)
+    write_atomic(dst, buf.getvalue())       # the store's own atomic write: a kill leaves no half file
     return manifest
 
 
