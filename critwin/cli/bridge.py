@@ -250,7 +250,31 @@ def cmd_fit(args):
     return payload, "\n".join(text)
 
 
+def cmd_score(args):
+    from critwin.bridge.registration import load_registration, score, summary
+    reg = load_registration(args.registration)
+    frame = score(reg, args.measured)
+    tally = summary(frame)
+    cols = ["cell", "predicted", "measured", "interval", "runs", "verdict"]
+    text = [f"registration {args.registration} (registered {reg['registered']}; model: {reg['model']})",
+            format_table(frame.to_dict(orient="records"), cols),
+            f"score: {tally['hits']} / {tally['scored']} measured cells hit ({tally['not_measured']} of "
+            f"{tally['cells']} not measured yet); a hit is a prediction inside the edge's 90% bootstrap interval,"
+            " or 'no window' where no onset crossed"]
+    if args.out_csv:
+        frame.to_csv(args.out_csv, index=False)
+        text.append(f"wrote {args.out_csv}")
+    return {"registration": str(args.registration), **tally, "rows": frame.to_dict(orient="records")}, "\n".join(text)
+
+
 def register(sub):
+    p = sub.add_parser("score", help="score a registered edge prediction file against the edges measured since")
+    p.add_argument("registration", help="registration JSON (bridge/registration.py)")
+    p.add_argument("measured", help="folder of `critwin sweep edge --json` outputs, one <cell id>.json per cell")
+    p.add_argument("--out-csv", default=None, help="also write the scored table as CSV")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_score)
+
     p = sub.add_parser("compare", help="predicted vs observed windows for the onset sweeps in a store")
     add_store_args(p)
     p.add_argument("--gamma", type=float, nargs="+", default=None, help="only these gammas")
