@@ -433,3 +433,27 @@ def plot_left_edge(curves, table, s_star: float, path) -> Path:
     axes[0][0].set_ylabel("penalty shrink per step (lambda x Adam gain)")
     axes[0][0].legend(fontsize=7)
     return _save(fig, path)
+
+
+def plot_held_share(curves: dict, rows: list[dict], path, level: float = 0.5) -> Path:
+    """Held share of the attention weights the loss grows, per lambda, along each no-decay probe (one panel
+    per optimizer x gamma), the level 1/2 and the predicted left edges."""
+    keys = list(curves)
+    fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 3.0), sharey=True, squeeze=False)
+    for ax, key in zip(axes[0], keys):
+        c = curves[key]
+        opt, gamma = key.split(" gamma ")
+        for row in (r for r in rows if r["optimizer"] == opt and f"{r['gamma']:g}" == gamma):
+            lam = row["lambda"]
+            line, = ax.plot(c["step"], c[f"attn_{lam:g}"], lw=1.2, label=f"lambda {lam:g}")
+            if row["predicted_left_edge"] is not None:
+                ax.axvline(row["predicted_left_edge"], color=line.get_color(), ls=":", lw=1)
+        ax.axhline(level, color="k", lw=0.8)
+        ax.set_title(key, fontsize=9)
+        ax.set_xlabel("step of the no-decay run")
+    axes[0][0].set_ylabel("held share (attention)")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("Onsets after a dotted line: the penalty no longer holds back most of what the loss grows",
+                 fontsize=9)
+    fig.tight_layout()
+    return _save(fig, path)

@@ -5,8 +5,9 @@ the model and where its inputs come from, the measuring protocol, and one row pe
 edge, optimizer, gamma, lambda, window width) with the predicted edge in steps, or null where the model
 says no window opens. Measured edges are `critwin sweep edge --json` outputs, one file per cell, named
 by the cell's id. A hit is a predicted edge inside the measured edge's bootstrap interval; a predicted
-"no window" is a hit when the bisection found no crossing. Cells marked `build` shaped the model and
-are listed but never scored.
+"no window" (null) is a hit when the bisection found no crossing. A cell the model says nothing about
+("not predicted") is registered too and counts as a miss once measured. Cells marked `build` shaped the
+model and are listed but never scored.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from critwin.errors import ConfigError
 KINDS = ("left", "right")
 OPTIMIZERS = ("adamw", "sgd")
 CELL_KEYS = ("kind", "optimizer", "gamma", "lambda", "width")
+NOT_PREDICTED = "not predicted"
 
 
 def cell_id(cell: dict) -> str:
@@ -43,8 +45,9 @@ def validate(reg: dict) -> dict:
         if cell["optimizer"] not in OPTIMIZERS:
             raise ConfigError("cells[].optimizer", cell["optimizer"], "one of " + ", ".join(OPTIMIZERS))
         pred = cell.get("predicted")
-        if pred is not None and not (isinstance(pred, (int, float)) and math.isfinite(pred) and pred >= 0):
-            raise ConfigError("cells[].predicted", pred, "a step >= 0, or null for 'no window'")
+        if pred is not None and pred != NOT_PREDICTED and not (
+                isinstance(pred, (int, float)) and not isinstance(pred, bool) and math.isfinite(pred) and pred >= 0):
+            raise ConfigError("cells[].predicted", pred, f"a step >= 0, null for 'no window', or '{NOT_PREDICTED}'")
         cid = cell_id(cell)
         if cid in seen:
             raise ConfigError("cells", cid, "each cell once")
@@ -64,6 +67,8 @@ def verdict(predicted, measured: dict | None) -> tuple[str, bool | None]:
     if measured is None:
         return "not measured", None
     edge = measured.get("edge")
+    if predicted == NOT_PREDICTED:
+        return NOT_PREDICTED, False
     if predicted is None:
         return ("hit", True) if edge is None else ("miss", False)
     if edge is None:
@@ -83,11 +88,11 @@ def score(reg: dict, measured_dir) -> pd.DataFrame:
         cid = cell_id(cell)
         path = measured_dir / f"{cid}.json"
         measured = json.loads(path.read_text()) if path.is_file() else None
-        text, hit = verdict(cell.get("predicted"), measured)
+        text, hit = verdict(cell.get("predicted", NOT_PREDICTED), measured)
         if cell.get("build"):
             text, hit = "build (not scored)", None
         rows.append({"cell": cid, **{k: cell[k] for k in CELL_KEYS},
-                     "predicted": "no window" if cell.get("predicted") is None else cell["predicted"],
+                     "predicted": "no window" if cell.get("predicted", NOT_PREDICTED) is None else cell.get("predicted", NOT_PREDICTED),
                      "measured": None if measured is None else (measured.get("edge") or "no crossing"),
                      "interval": None if measured is None else measured.get("edge_ci"),
                      "runs": None if measured is None else measured.get("runs"),
@@ -102,5 +107,5 @@ def summary(frame: pd.DataFrame) -> dict:
             "not_measured": int((frame["verdict"] == "not measured").sum())}
 
 
-__all__ = ["CELL_KEYS", "KINDS", "OPTIMIZERS", "cell_id", "load_registration", "score", "summary", "validate",
+__all__ = ["CELL_KEYS", "KINDS", "NOT_PREDICTED", "OPTIMIZERS", "cell_id", "load_registration", "score", "summary", "validate",
            "verdict"]

@@ -61,3 +61,12 @@ def test_score_command(tmp_path, capsys):
     assert main(["bridge", "score", str(reg), str(tmp_path / "m"), "--json"]) in (0, None)
     out = json.loads(capsys.readouterr().out)
     assert (out["hits"], out["scored"]) == (1, 1)
+
+
+def test_a_cell_the_model_says_nothing_about_is_a_miss_once_measured():
+    from critwin.bridge.registration import NOT_PREDICTED
+    assert verdict(NOT_PREDICTED, {"edge": [14500, 15000], "edge_ci": [14000, 15250]}) == (NOT_PREDICTED, False)
+    assert verdict(NOT_PREDICTED, None) == ("not measured", None)
+    validate({"registered": "2026-12-02", "model": "m", "cells": [cell(predicted=NOT_PREDICTED)]})
+    with pytest.raises(ConfigError, match="predicted"):
+        validate({"registered": "2026-12-02", "model": "m", "cells": [cell(predicted="soon")]})

@@ -213,5 +213,50 @@ def calibrate_s_r(base: CompositionModel, rho_end: float, total: int, lr: float,
     return _solve_log(f, rho_end, 1e-12, 1e6)
 
 
-__all__ = ["OPTIMIZERS", "CompositionModel", "calibrate_s_m", "calibrate_s_r", "derive", "edges",
+HELD_LEVEL = 0.5   # sign limit: the grown set's squared norm rises under the penalty iff its held share >= 1/2
+
+
+def sign_step_growth(theta: np.ndarray, pull: np.ndarray, lam: float, lr: float = 1.0) -> float:
+    """Change of sum theta_i^2 over the grown coordinates (pull > 0) after one sign-descent step with an
+    L2 penalty: each coordinate moves lr toward growth if pull_i >= lam theta_i^2, else lr toward 0.
+    The exact first-order change is 2 lr sum |theta_i| s_i (s_i = +-1), so it is >= 0 iff the
+    |theta|-weighted held share is >= HELD_LEVEL."""
+    theta, pull = np.asarray(theta, float), np.asarray(pull, float)
+    grown = pull > 0
+    s = np.where(pull >= lam * theta ** 2, 1.0, -1.0)
+    new = theta + lr * s * np.sign(theta)
+    return float((new[grown] ** 2 - theta[grown] ** 2).sum())
+
+
+def survival_edge(steps, held, level: float = HELD_LEVEL):
+    """The composition model's left edge read coordinate by coordinate (Adam's sign limit): the first
+    upward crossing of `level` by the held share of the attention weights the loss grows, measured along
+    a no-decay run (linear between logged steps); None when it never crosses from below.
+
+    Why: the reasoning path lives in attention; under a penalty switched on at t its coordinates keep
+    growing only where their pull beats lambda theta^2 (the per-coordinate form of q' = s_r eps q^2 -
+    lambda q). On the initial plateau the loss's pull is weak and the share falls below 1/2: a penalty on
+    from there shrinks what the loss has started to build, and memorisation, which needs no composed
+    structure, wins. The first step at which the share climbs back above 1/2 is the earliest onset whose
+    penalty the growing structure outpulls. Step 0 is only the start: its share comes from the initial
+    gradient, which lasts one step."""
+    steps, held = np.asarray(steps, float), np.asarray(held, float)
+    if steps.shape != held.shape or steps.ndim != 1:
+        raise ConfigError("held", held.shape, "one value per logged step")
+    below = False
+    for i in range(len(steps)):
+        if not np.isfinite(held[i]):
+            continue
+        if held[i] < level:
+            below = True
+        elif below:
+            j = i - 1
+            while j >= 0 and not np.isfinite(held[j]):
+                j -= 1
+            t0, h0, t1, h1 = steps[j], held[j], steps[i], held[i]
+            return float(t0 + (level - h0) / (h1 - h0) * (t1 - t0)) if h1 != h0 else float(t1)
+    return None
+
+
+__all__ = ["HELD_LEVEL", "OPTIMIZERS", "CompositionModel", "calibrate_s_m", "sign_step_growth", "survival_edge", "calibrate_s_r", "derive", "edges",
            "memorisation_half_time", "reasoning_fraction", "simulate", "window_lambda"]
