@@ -24,7 +24,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from critwin.bridge.table import format_table
 from critwin.empirical import TrainConfig, train
 from critwin.empirical.engine import train_pack
-from critwin.empirical.train import eval_splits, initial_model, log_metrics
+from critwin.empirical.loop import eval_splits
+from critwin.empirical.train import initial_model, log_metrics
 
 
 def sync(device: str) -> None:

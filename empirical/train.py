@@ -1,27 +1,27 @@
-"""The training loop: one TrainConfig in, one Run (config, tidy metrics, summary, env) out."""
+"""One model trained: one TrainConfig in, one Run (config, tidy metrics, summary, env) out.
+
+`train` drives `ModelStepper` (one nn.Module, a torch optimizer) with the loop of `loop.py`;
+the helpers here (model, optimizer, loss, logging, the Run and its training state) serve the
+pack engine too."""
 from __future__ import annotations
 
 import contextlib
 import io
 import math
-import os
-import time
-import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
 from critwin.empirical.config import TrainConfig, check_branch
 from critwin.empirical.environment import environment
 from critwin.empirical.interventions import (
-    add_l2_grad,
-    apply_adam_scaled_decay,
-    apply_decay,
+    decay_after_step,
+    decay_before_step,
     frozen_parameters,
 )
 from critwin.empirical.interventions.second_moment import AdamFrozenSecondMoment
+from critwin.empirical.loop import Member, drive
 from critwin.empirical.metrics import (
     decay_mechanism,
     evaluate_split,
@@ -29,18 +29,16 @@ from critwin.empirical.metrics import (
     weight_metrics,
 )
 from critwin.empirical.models import Transformer
-from critwin.empirical.store import Run, write_atomic
+from critwin.empirical.store import Run
 from critwin.empirical.tasks import make_task
 from critwin.empirical.tasks.sequence import (
     IGNORE,
     is_sequence_task,
     language_model_data,
 )
-from tqdm.auto import tqdm
 
 from critwin.errors import ConfigError
 
-RESUME_SECONDS = 300.0   # default of how often (at most) a run writes the state it resumes from after a kill
 REACH_LEVEL = 0.95    # summary '<split>_reach_step': first evaluation with accuracy >= this (grokking step)
 
 
@@ -73,11 +71,6 @@ def _device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise ConfigError("device", name, "cpu, or cuda on a machine with a CUDA GPU (none found)")
     return torch.device(name)
-
-
-def eval_splits(cfg: TrainConfig, data) -> dict:
-    """The splits every evaluation scores: each cut to cfg.eval_max examples (fixed subset)."""
-    return {name: split.sample(cfg.eval_max) for name, split in data.splits.items()}
 
 
 def log_metrics(model, splits: dict, step: int, device, rows: list, mechanism: dict | None = None,
@@ -134,103 +127,96 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
     training state is written there at the first evaluation `save_every` seconds after the last
     write (default: $CRITWIN_RESUME_SECONDS, else 300), and a run killed midway continues from
     that file on its next start, with the numbers of an uninterrupted run (the caller deletes
-    the file once the run is stored)."""
+    the file once the run is stored). The loop is `loop.drive`'s; the step is ModelStepper's."""
     device = _device(cfg.device)
     if (cfg.branch is None) != (start is None):
         raise ConfigError("branch", cfg.branch, "a config with branch, trained from its checkpoint (start)")
     model, data = initial_model(cfg)
     model = model.to(device)
-    gen = torch.Generator().manual_seed(cfg.seed)
-    train_split = data.splits["train"]
-    if cfg.batch_size > len(train_split):
-        raise ConfigError("batch_size", cfg.batch_size, f"at most the {len(train_split)} training examples")
-    opt = build_optimizer(cfg, model.parameters())
-    comps = model.components()
-    freezes = cfg.freezes()
-    for f in freezes:
-        f.validate(comps, cfg.steps)
-    decayed = model.decayed_parameters(cfg.decay_set)
-    l2 = cfg.decay_form == "l2"
-    lam = cfg.schedule().value(np.arange(cfg.steps))
-    x = torch.as_tensor(train_split.inputs, device=device)
-    y = torch.as_tensor(train_split.targets, device=device)
-    lengths = train_split.extra.get("lengths")
-    lengths = None if lengths is None else torch.as_tensor(lengths, device=device)
-    n, B = len(y), cfg.batch_size
-    perm, ptr = torch.randperm(n, generator=gen), 0
-    rows: list = []
-    scored = eval_splits(cfg, data)
-    first, checkpoints = 0, {}
-    saved = read_resume_state(resume, cfg)
-    if start is not None and saved is None:
-        check_branch(TrainConfig.from_dict(start["config"]), cfg, start["step"])
-    start = saved or start
-    if start is not None:
-        first = start["step"]
-        model.load_state_dict(start["model"])
-        if cfg.freeze_optimizer == "rebuild" and any(f.step < first for f in freezes):
-            opt = optimizer_over_trainable(cfg, model, frozen_parameters(freezes, comps, first - 1))
-        opt.load_state_dict(start["optimizer"])
-        gen.set_state(start["generator"])
-        torch.set_rng_state(start["torch_rng"])
-        perm, ptr, rows, last = start["perm"].to(torch.int64), start["ptr"], list(start["rows"]), start["last"]
-    else:
-        last = log_metrics(model, scored, 0, device, rows, autocast=cfg.autocast)
-    status, error, t0, done_steps = "complete", None, time.perf_counter(), first
-    saver, wall_before = ResumeWriter(resume, save_every), (saved or {}).get("wall", 0.0)
-    checkpoints.update((saved or {}).get("checkpoints", {}))
-    bar = tqdm(total=cfg.steps, initial=first, desc=f"{cfg.task} seed {cfg.seed}", unit="step",
-               disable=not progress, leave=False, mininterval=0.5)
-    for step in range(first, cfg.steps):
-        if ptr + B > n:
-            perm, ptr = torch.randperm(n, generator=gen), 0
-        idx = perm[ptr:ptr + B].to(device)
-        ptr += B
-        with cfg.autocast():
-            loss = batch_loss(model, x[idx], y[idx], None if lengths is None else lengths[idx])
-        if not math.isfinite(loss.item()):
-            status, error = "diverged", f"non-finite training loss at step {step}"
-            break
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        frozen = frozen_parameters(freezes, comps, step)
+    member = Member.of(cfg, data)
+    out = drive(ModelStepper(member, model, device), [member], start, resume, save_every, progress, on_steps)
+    return finish_run(cfg, data, member.rows, member.last, member.status, member.error, out.wall,
+                      sum(p.numel() for p in model.parameters()), out.checkpoints,
+                      {"resumed_from_step": out.first} if out.resumed else None)
+
+
+class ModelStepper:
+    """The step of one model with its torch optimizer, for `loop.drive`: freezes (a frozen
+    parameter gets no gradient, so no update and no moment update; 'rebuild' starts a fresh
+    optimizer over the rest), clipping, the lr schedule's value, decay through interventions/."""
+
+    def __init__(self, member: Member, model, device):
+        cfg = member.cfg
+        self.member, self.cfg, self.model, self.device = member, cfg, model, device
+        self.identity, self.label = cfg, f"{cfg.task} seed {cfg.seed}"
+        self.opt = build_optimizer(cfg, model.parameters())
+        self.comps = model.components()
+        self.freezes = cfg.freezes()
+        for f in self.freezes:
+            f.validate(self.comps, cfg.steps)
+        self.decayed = model.decayed_parameters(cfg.decay_set)
+        split = member.data.splits["train"]
+        self.x = torch.as_tensor(split.inputs, device=device)
+        self.y = torch.as_tensor(split.targets, device=device)
+        lengths = split.extra.get("lengths")
+        self.lengths = None if lengths is None else torch.as_tensor(lengths, device=device)
+        self.loss, self.lr, self.lam, self.ce_grad_sq = None, cfg.lr, 0.0, 0.0
+
+    def forward(self, batches: list) -> list[bool]:
+        """The batch's loss (kept for `update`); whether it is finite."""
+        idx = batches[0].to(self.device)
+        with self.cfg.autocast():
+            self.loss = batch_loss(self.model, self.x[idx], self.y[idx],
+                                   None if self.lengths is None else self.lengths[idx])
+        return [math.isfinite(self.loss.item())]
+
+    def update(self, step: int, lrs: list, lams: list, evaluate: bool) -> None:
+        """Backward, freezes, clipping, the optimizer step at lrs[0], decay lams[0] in the config's reading."""
+        cfg, model = self.cfg, self.model
+        self.opt.zero_grad(set_to_none=True)
+        self.loss.backward()
+        frozen = frozen_parameters(self.freezes, self.comps, step)
         for p in frozen:
             p.grad = None   # the optimizer skips it: no update, no moment update
-        if cfg.freeze_optimizer == "rebuild" and any(f.step == step for f in freezes):
-            opt = optimizer_over_trainable(cfg, model, frozen)    # the paper's protocol: new moments
+        if cfg.freeze_optimizer == "rebuild" and any(f.step == step for f in self.freezes):
+            self.opt = optimizer_over_trainable(cfg, model, frozen)    # the paper's protocol: new moments
         if cfg.clip is not None:
             torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.grad is not None], cfg.clip)
-        lr = cfg.lr_at(step)
+        self.lr, self.lam = lrs[0], lams[0]
         if cfg.lr_schedule != "constant":
-            for g in opt.param_groups:
-                g["lr"] = lr
-        evaluate = (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps
-        ce_grad_sq = squared_grad_norm(decayed) if evaluate else 0.0
-        if l2:
-            add_l2_grad(decayed, float(lam[step]), skip=frozen)
-        opt.step()
-        if cfg.decay_form == "decoupled":
-            apply_decay(decayed, lr, float(lam[step]), skip=frozen)
-        elif cfg.decay_form == "adam_scaled":
-            apply_adam_scaled_decay(decayed, opt, lr, float(lam[step]), skip=frozen)
-        if evaluate:
-            mech = decay_mechanism(opt, decayed, lr, float(lam[step]), cfg.decay_form, ce_grad_sq)
-            last = log_metrics(model, scored, step + 1, device, rows, mech, autocast=cfg.autocast)
-            if on_steps is not None:
-                on_steps(step + 1 - done_steps)
-                done_steps = step + 1
-            bar.set_postfix({k: f"{last[k]:.3f}" for k in last if k.endswith(("_acc", "test_event_a", "test_p_b_given_a"))
-                             and not k.startswith("test_ablate")}, refresh=False)
-        if step + 1 in cfg.checkpoints:
-            checkpoints[step + 1] = training_state(cfg, step + 1, model, opt, gen, perm, ptr, rows, last)
-        if evaluate and saver.due(step + 1, cfg.steps):
-            saver.write(training_state(cfg, step + 1, model, opt, gen, perm, ptr, rows, last,
-                                       wall_before + time.perf_counter() - t0, checkpoints))
-        bar.update(1)
-    bar.close()
-    return finish_run(cfg, data, rows, last, status, error, wall_before + time.perf_counter() - t0,
-                      sum(p.numel() for p in model.parameters()), checkpoints,
-                      {"resumed_from_step": first} if saved is not None else None)
+            for g in self.opt.param_groups:
+                g["lr"] = self.lr
+        self.ce_grad_sq = squared_grad_norm(self.decayed) if evaluate else 0.0
+        decay_before_step(cfg.decay_form, self.decayed, self.lam, skip=frozen)
+        self.opt.step()
+        decay_after_step(cfg.decay_form, self.decayed, self.opt, self.lr, self.lam, skip=frozen)
+
+    def evaluate(self, step: int) -> None:
+        """Log the splits, the weight metrics and (after step 0) the decay's share of the update."""
+        m, cfg = self.member, self.cfg
+        mech = None if step == 0 else decay_mechanism(self.opt, self.decayed, self.lr, self.lam, cfg.decay_form,
+                                                      self.ce_grad_sq)
+        m.last = log_metrics(self.model, m.scored, step, self.device, m.rows, mech, autocast=cfg.autocast)
+
+    def state(self, step: int, wall: float = 0.0, checkpoints: dict | None = None) -> bytes:
+        m = self.member
+        return training_state(self.cfg, step, self.model, self.opt, m.order.gen, m.order.perm, m.order.ptr, m.rows,
+                              m.last, wall, checkpoints)
+
+    def restore(self, state: dict, resumed: bool) -> None:
+        """Continue from `state` (training_state's): this run's resume state, or (resumed False)
+        the checkpoint of the run it branches from, which must have trained the same way."""
+        cfg, m = self.cfg, self.member
+        first = state["step"]
+        if not resumed:
+            check_branch(TrainConfig.from_dict(state["config"]), cfg, first)
+        self.model.load_state_dict(state["model"])
+        if cfg.freeze_optimizer == "rebuild" and any(f.step < first for f in self.freezes):
+            self.opt = optimizer_over_trainable(cfg, self.model, frozen_parameters(self.freezes, self.comps, first - 1))
+        self.opt.load_state_dict(state["optimizer"])
+        m.order.restore(state["generator"], state["perm"], state["ptr"])
+        torch.set_rng_state(state["torch_rng"])
+        m.rows, m.last = list(state["rows"]), state["last"]
 
 
 def finish_run(cfg: TrainConfig, data, rows: list, last: dict, status: str, error: str | None, wall: float,
@@ -263,49 +249,3 @@ def training_state(cfg: TrainConfig, step: int, model, opt, gen, perm, ptr: int,
                 "generator": gen.get_state(), "torch_rng": torch.get_rng_state(),
                 "perm": perm.cpu(), "ptr": ptr, "rows": list(rows), "last": dict(last)}, buf)
     return buf.getvalue()
-
-
-class ResumeWriter:
-    """When and where a run (or pack) writes its resume state: to `path` (None: never), at most
-    every `save_every` seconds (None: $CRITWIN_RESUME_SECONDS, else RESUME_SECONDS), never after
-    the last step, atomically."""
-
-    def __init__(self, path, save_every: float | None = None):
-        self.path = None if path is None else Path(path)
-        self.every = float(os.environ.get("CRITWIN_RESUME_SECONDS", RESUME_SECONDS)) if save_every is None \
-            else save_every
-        self.last = time.perf_counter()
-
-    def due(self, done: int, steps: int) -> bool:
-        return self.path is not None and done < steps and time.perf_counter() - self.last >= self.every
-
-    def write(self, blob: bytes) -> None:
-        """A write that fails (a full disk) costs only resumability: warn and train on."""
-        try:
-            write_atomic(self.path, blob)
-        except OSError as e:
-            warnings.warn(f"could not write the resume state {self.path} ({e.strerror or e}); training on without it")
-        self.last = time.perf_counter()
-
-
-def read_resume_state(path, cfg: TrainConfig | list[TrainConfig]) -> dict | None:
-    """The training state a killed run left at `path`, if it is readable and of this very config
-    (a list: of this very pack, members in order); None otherwise (an unreadable or foreign file
-    is ignored, with a warning, and overwritten later)."""
-    if path is None or not Path(path).is_file():
-        return None
-    pack = isinstance(cfg, list)
-    key, want, steps = ("configs", [c.run_id() for c in cfg], cfg[0].steps) if pack else \
-        ("config", cfg.run_id(), cfg.steps)
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
-        saved = [TrainConfig.from_dict(c).run_id() for c in state[key]] if pack else \
-            TrainConfig.from_dict(state[key]).run_id()     # by identity: fields added later at their defaults agree
-        ok = state.get("format") == 1 and saved == want and 0 < state["step"] < steps
-    except Exception as e:  # noqa: BLE001 - a damaged resume file only costs the time it saved
-        warnings.warn(f"ignoring unreadable resume state {path} ({type(e).__name__}: {e}); training from the start")
-        return None
-    if not ok:
-        warnings.warn(f"ignoring resume state {path}: it belongs to another config; training from the start")
-        return None
-    return state

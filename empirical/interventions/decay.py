@@ -72,3 +72,19 @@ def apply_adam_scaled_decay(weights, opt, lr: float, lam: float, skip=()) -> Non
         v_hat = None if id(w) in skip_ids else adam_v_hat(opt, w)
         if v_hat is not None:
             w.sub_(adam_scaled_step(w, v_hat, lr, lam, eps).to(w.dtype))
+
+
+def decay_before_step(form: str, params, lam: float, skip=()) -> None:
+    """What a reading does to the gradients before the optimizer step: the `l2` penalty's gradient
+    (the other readings act on the weights after it)."""
+    if form == "l2":
+        add_l2_grad(params, lam, skip=skip)
+
+
+def decay_after_step(form: str, weights, opt, lr: float, lam: float, skip=()) -> None:
+    """What a reading does to the weights after the optimizer step: the `decoupled` shrink or the
+    `adam_scaled` step (`l2` acted through the gradients)."""
+    if form == "decoupled":
+        apply_decay(weights, lr, lam, skip=skip)
+    elif form == "adam_scaled":
+        apply_adam_scaled_decay(weights, opt, lr, lam, skip=skip)

@@ -1,0 +1,183 @@
+"""The training driver: one loop, read top to bottom, that drives a stepper.
+
+The driver owns what every training shares: each member's batch order, the learning-rate and
+decay schedules, the evaluation rhythm, divergence, checkpoints, the resume state's rhythm and
+the progress bar. A stepper owns only its representation, as scipy's OdeSolver subclasses own
+only `_step_impl`: `forward` (the batch's losses), `update` (backward, freezes, optimizer step,
+decay), `evaluate` (log every live member), `state`/`restore` (what a killed run continues
+from). `train.ModelStepper` steps one nn.Module with a torch optimizer; `engine.PackStepper`
+steps a pack of members stacked along a leading axis. One member for a run, E for a pack.
+"""
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from critwin.empirical.config import TrainConfig
+from critwin.empirical.store import write_atomic
+from tqdm.auto import tqdm
+
+from critwin.errors import ConfigError
+
+RESUME_SECONDS = 300.0   # default of how often (at most) a run writes the state it resumes from after a kill
+POSTFIX = ("_acc", "test_event_a", "test_p_b_given_a")   # what a single run's progress bar shows
+
+
+class BatchOrder:
+    """One member's batch order: a seeded permutation of its n training examples, drawn anew
+    from its own generator when the next batch would run past the end."""
+
+    def __init__(self, n: int, batch_size: int, seed: int):
+        self.n, self.batch_size = n, batch_size
+        self.gen = torch.Generator().manual_seed(seed)
+        self.perm, self.ptr = torch.randperm(n, generator=self.gen), 0
+
+    def next(self) -> torch.Tensor:
+        """The indices of the next batch."""
+        if self.ptr + self.batch_size > self.n:
+            self.perm, self.ptr = torch.randperm(self.n, generator=self.gen), 0
+        idx = self.perm[self.ptr:self.ptr + self.batch_size]
+        self.ptr += self.batch_size
+        return idx
+
+    def restore(self, generator, perm, ptr: int) -> None:
+        self.gen.set_state(generator)
+        self.perm, self.ptr = perm.to(torch.int64), ptr
+
+
+def eval_splits(cfg: TrainConfig, data) -> dict:
+    """The splits every evaluation scores: each cut to cfg.eval_max examples (fixed subset)."""
+    return {name: split.sample(cfg.eval_max) for name, split in data.splits.items()}
+
+
+@dataclass
+class Member:
+    """One run's own part of a training, whatever holds its weights: config, data, batch order,
+    decay schedule, evaluation splits, logged rows, last evaluation and status."""
+    cfg: TrainConfig
+    data: object
+    order: BatchOrder
+    lam: np.ndarray                 # the decay lambda of every step
+    scored: dict                    # split name -> the split every evaluation scores
+    rows: list = field(default_factory=list)
+    last: dict = field(default_factory=dict)
+    status: str = "complete"
+    error: str | None = None
+    alive: bool = True              # False once its training loss is not finite (it is logged no more)
+
+    @classmethod
+    def of(cls, cfg: TrainConfig, data) -> Member:
+        split = data.splits["train"]
+        if cfg.batch_size > len(split):
+            raise ConfigError("batch_size", cfg.batch_size, f"at most the {len(split)} training examples")
+        return cls(cfg, data, BatchOrder(len(split), cfg.batch_size, cfg.seed),
+                   cfg.schedule().value(np.arange(cfg.steps)), eval_splits(cfg, data))
+
+
+@dataclass
+class Outcome:
+    """What the driver hands back beside the members: the step it started at, whether from a
+    resume state, the training seconds (those before a kill included) and the checkpoints."""
+    first: int
+    resumed: bool
+    wall: float
+    checkpoints: dict
+
+
+def drive(stepper, members: list[Member], start: dict | None = None, resume: Path | None = None,
+          save_every: float | None = None, progress: bool = True, on_steps=None) -> Outcome:
+    """Train `members` with `stepper` from step 0, from `start` (a branch's checkpoint), or from
+    the resume state at `resume` when one of these very configs is there; write that state at
+    the first evaluation `save_every` seconds after the last write. on_steps(n) hears, at every
+    evaluation, the member-steps done since the last."""
+    cfg0 = members[0].cfg
+    steps = cfg0.steps
+    saved = read_resume_state(resume, stepper.identity)
+    begin = saved or start
+    if begin is not None:
+        stepper.restore(begin, resumed=saved is not None)
+        first = begin["step"]
+    else:
+        first = 0
+        stepper.evaluate(0)
+    checkpoints = dict((saved or {}).get("checkpoints", {}))
+    t0, wall_before, done = time.perf_counter(), (saved or {}).get("wall", 0.0), first
+    saver = ResumeWriter(resume, save_every)
+    bar = tqdm(total=steps, initial=first, desc=stepper.label, unit="step", disable=not progress, leave=False,
+               mininterval=0.5)
+    for step in range(first, steps):
+        finite = stepper.forward([m.order.next() for m in members])
+        for m, ok in zip(members, finite):
+            if m.alive and not ok:
+                m.alive, m.status, m.error = False, "diverged", f"non-finite training loss at step {step}"
+        if not any(m.alive for m in members):
+            break
+        evaluate = (step + 1) % cfg0.eval_every == 0 or step + 1 == steps
+        stepper.update(step, [m.cfg.lr_at(step) for m in members], [float(m.lam[step]) for m in members], evaluate)
+        if evaluate:
+            stepper.evaluate(step + 1)
+            if on_steps is not None:
+                on_steps((step + 1 - done) * sum(m.alive for m in members))
+                done = step + 1
+            if len(members) == 1:
+                last = members[0].last
+                bar.set_postfix({k: f"{last[k]:.3f}" for k in last if k.endswith(POSTFIX)
+                                 and not k.startswith("test_ablate")}, refresh=False)
+        if step + 1 in cfg0.checkpoints:            # a pack holds none (engine.pack_key)
+            checkpoints[step + 1] = stepper.state(step + 1)
+        if evaluate and saver.due(step + 1, steps):
+            saver.write(stepper.state(step + 1, wall_before + time.perf_counter() - t0, checkpoints))
+        bar.update(1)
+    bar.close()
+    return Outcome(first, saved is not None, wall_before + time.perf_counter() - t0, checkpoints)
+
+
+class ResumeWriter:
+    """When and where a run (or pack) writes its resume state: to `path` (None: never), at most
+    every `save_every` seconds (None: $CRITWIN_RESUME_SECONDS, else RESUME_SECONDS), never after
+    the last step, atomically."""
+
+    def __init__(self, path, save_every: float | None = None):
+        self.path = None if path is None else Path(path)
+        self.every = float(os.environ.get("CRITWIN_RESUME_SECONDS", RESUME_SECONDS)) if save_every is None \
+            else save_every
+        self.last = time.perf_counter()
+
+    def due(self, done: int, steps: int) -> bool:
+        return self.path is not None and done < steps and time.perf_counter() - self.last >= self.every
+
+    def write(self, blob: bytes) -> None:
+        """A write that fails (a full disk) costs only resumability: warn and train on."""
+        try:
+            write_atomic(self.path, blob)
+        except OSError as e:
+            warnings.warn(f"could not write the resume state {self.path} ({e.strerror or e}); training on without it")
+        self.last = time.perf_counter()
+
+
+def read_resume_state(path, cfg: TrainConfig | list[TrainConfig]) -> dict | None:
+    """The training state a killed run left at `path`, if it is readable and of this very config
+    (a list: of this very pack, members in order); None otherwise (an unreadable or foreign file
+    is ignored, with a warning, and overwritten later)."""
+    if path is None or not Path(path).is_file():
+        return None
+    pack = isinstance(cfg, list)
+    key, want, steps = ("configs", [c.run_id() for c in cfg], cfg[0].steps) if pack else \
+        ("config", cfg.run_id(), cfg.steps)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+        saved = [TrainConfig.from_dict(c).run_id() for c in state[key]] if pack else \
+            TrainConfig.from_dict(state[key]).run_id()     # by identity: fields added later at their defaults agree
+        ok = state.get("format") == 1 and saved == want and 0 < state["step"] < steps
+    except Exception as e:  # noqa: BLE001 - a damaged resume file only costs the time it saved
+        warnings.warn(f"ignoring unreadable resume state {path} ({type(e).__name__}: {e}); training from the start")
+        return None
+    if not ok:
+        warnings.warn(f"ignoring resume state {path}: it belongs to another config; training from the start")
+        return None
+    return state
