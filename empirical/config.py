@@ -12,7 +12,7 @@ from critwin.empirical.models.transformer import DECAY_SETS, ModelConfig
 from critwin.empirical.tasks import TASK_OPTIONS, TASKS, make_task
 
 from critwin.errors import ConfigError
-from critwin.schedules import Schedule
+from critwin.schedules import Schedule, parse_window
 
 OPTIMIZERS = ("adamw", "sgd")
 LR_SCHEDULES = ("constant", "cosine")
@@ -259,6 +259,79 @@ class TrainConfig:
         return cls(**{k: (tuple(tuple(x) if isinstance(x, list) else x for x in v) if isinstance(v, list) else v)
                       for k, v in d.items() if k in names})
 
+    @classmethod
+    def from_flat(cls, flat: dict) -> "TrainConfig":
+        """One config from flat keys, as sweep specs and command lines write them (`FLAT_KEYS`):
+        TrainConfig fields, ModelConfig fields (d, heads, layers, init, gamma, ...) and the decay
+        and freeze helpers: wd (the decay value: constant, or inside the window(s)), wd_window
+        ("START:END" or a list), wd_window_start with wd_width (one window), budget_placement with
+        budget and width (one budget-matched window, lambda = budget / width), freeze
+        ("COMPONENT@STEP" or a list). Unknown keys and bad values name the field."""
+        unknown = sorted(set(flat) - set(FLAT_KEYS))
+        if unknown:
+            raise ConfigError(unknown[0], flat[unknown[0]], "a config key: " + ", ".join(FLAT_KEYS))
+        steps = flat.get("steps", cls.steps)
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ConfigError("steps", steps, "a positive integer number of training steps")
+        model = ModelConfig(**{k: flat[k] for k in MODEL_KEYS if k in flat})
+        fr = flat.get("freeze") or []
+        fr = [fr] if isinstance(fr, str) else fr
+        if not isinstance(fr, (list, tuple)) or not all(isinstance(f, str) for f in fr):
+            raise ConfigError("freeze", flat.get("freeze"), "COMPONENT@STEP or a list of them, e.g. layer0@5000")
+        return cls(**{k: flat[k] for k in TRAIN_KEYS if k in flat}, model=model,
+                   wd_windows=_flat_windows(flat, steps),
+                   freeze=tuple((f.component, f.step) for f in map(Freeze.parse, fr)))
+
     def with_model(self, **changes) -> "TrainConfig":
         """A copy with architecture/init fields changed (d, heads, layers, init, gamma, ...)."""
         return replace(self, model=replace(self.model, **changes))
+
+
+# The flat keys of `TrainConfig.from_flat`: its fields (model, windows and freezes spelled out),
+# the model's, and the decay helpers.
+TRAIN_KEYS = tuple(f.name for f in fields(TrainConfig) if f.name not in ("model", "wd_windows", "freeze"))
+MODEL_KEYS = tuple(f.name for f in fields(ModelConfig))
+DECAY_KEYS = ("wd", "wd_window", "wd_window_start", "wd_width", "budget_placement", "budget", "width")
+FLAT_KEYS = TRAIN_KEYS + MODEL_KEYS + DECAY_KEYS + ("freeze",)
+
+
+def _flat_number(flat: dict, key: str, default=None):
+    """flat[key] as a float (or `default` when absent), naming the key when it is not a number."""
+    v = flat.get(key)
+    if v is None:
+        return default
+    if isinstance(v, bool):
+        raise ConfigError(key, v, "a number")
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise ConfigError(key, v, "a number") from None
+
+
+def _flat_windows(flat: dict, steps: int) -> tuple:
+    wd = _flat_number(flat, "wd")
+    if wd is not None and not (wd >= 0 and wd != float("inf")):
+        raise ConfigError("wd", wd, "a weight decay >= 0")
+    has_window = bool(flat.get("wd_window")) or flat.get("wd_window_start") is not None
+    if has_window and wd is None:
+        raise ConfigError("wd", None, "a decay value for the window (a window without wd would silently"
+                                      " be no decay; give wd=0 for that on purpose)")
+    wd = wd or 0.0
+    if flat.get("budget_placement") is not None:
+        if flat.get("budget") is None or flat.get("width") is None:
+            raise ConfigError("budget", flat.get("budget"), "budget and width with budget_placement")
+        return Schedule.budget_matched(flat["budget_placement"], _flat_number(flat, "budget"),
+                                       _flat_number(flat, "width"), steps).windows
+    if flat.get("wd_window_start") is not None:
+        if flat.get("wd_width") is None:
+            raise ConfigError("wd_width", None, "a window width in steps with wd_window_start")
+        s = _flat_number(flat, "wd_window_start")
+        return Schedule(steps, ((s, s + _flat_number(flat, "wd_width"), wd),)).windows
+    wins = flat.get("wd_window")
+    if wins:
+        if not isinstance(wins, (str, list, tuple)) or not all(isinstance(w, str) for w in
+                                                                 ([wins] if isinstance(wins, str) else wins)):
+            raise ConfigError("wd_window", wins, "'START:END' or a list of them, e.g. '5000:10000'")
+        wins = [wins] if isinstance(wins, str) else list(wins)
+        return Schedule(steps, tuple((a, b, wd) for a, b in map(parse_window, wins))).windows
+    return Schedule.constant(wd, steps).windows if wd > 0 else ()

@@ -4,9 +4,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from critwin.empirical.config import FLAT_KEYS, TrainConfig
 from critwin.empirical.store import RunStore
 from critwin.empirical.sweep.runner import run_sweep
-from critwin.empirical.sweep.spec import KEYS, config_from_flat
 
 from critwin.errors import ConfigError
 
@@ -22,8 +22,8 @@ def find_edge(base: dict, param: str, lo: float, hi: float, resolution: float, t
     would also have made; runs already in the store are reused. The interval resamples the
     (task instance, seed) pairs.
     """
-    if param not in KEYS:
-        raise ConfigError("param", param, "a config key: " + ", ".join(KEYS))
+    if param not in FLAT_KEYS:
+        raise ConfigError("param", param, "a config key: " + ", ".join(FLAT_KEYS))
     if not (resolution > 0 and hi > lo):
         raise ConfigError("resolution", resolution, "a positive step with lo < hi")
     store = store or RunStore("runs")
@@ -36,7 +36,7 @@ def find_edge(base: dict, param: str, lo: float, hi: float, resolution: float, t
 
     def outcome(v: float) -> float:
         if v not in evals:
-            cfgs = [config_from_flat({**base, param: _cast(v), **u}) for u in units]
+            cfgs = [TrainConfig.from_flat({**base, param: _cast(v), **u}) for u in units]
             run_sweep(cfgs, store, executor, progress=progress)
             runs_used.update(c.run_id() for c in cfgs)
             per_seed[v] = [_final(store, c.run_id(), metric) for c in cfgs]
