@@ -52,7 +52,24 @@ def run_recipe(config: dict, delta: float = 0.5, sigma_def: str = "gram") -> dic
                                              np.asarray(data.info["train_pairs"]), s.gamma, s.eta, delta, sigma_def)
 
 
-OBSERVED_METHODS = ("recipe_run", "memorization")   # need the stored runs, not only the setting
+OBSERVED_METHODS = ("recipe_run", "memorization", "survival")   # need runs, not only the setting
+
+
+def survival_window(curves: dict, reading: str, optimizer: str, gamma: float, lam: float) -> dict:
+    """The composition model's left edge read coordinate by coordinate (bridge.survival), from the mean
+    held-share curves of no-decay probes keyed '<optimizer> gamma <g>' (held_curves.json, or probed here
+    when absent); an L2 penalty only (the rule reads the penalty's pull on the loss), no right edge."""
+    from critwin.bridge.survival import predict
+    from critwin.theory.composition import survival_edge
+    nan = {"t1_steps": float("nan"), "t2_steps": float("nan")}
+    if not reading.startswith("l2"):
+        return nan
+    key, col = f"{optimizer} gamma {gamma:g}", f"attn_{lam:g}"
+    if col not in curves.get(key, {}):
+        _, got = predict([optimizer], [gamma], [lam], range(3), range(2))
+        curves.setdefault(key, {}).update(got[key])
+    edge = survival_edge(curves[key]["step"], curves[key][col])
+    return {"t1_steps": float("nan") if edge is None else edge, "t2_steps": float("nan")}
 
 
 def memorization_edge(memo: pd.DataFrame, reading: str, gamma: float) -> dict:
@@ -72,7 +89,7 @@ def predicted_windows(s: th.StylisedSetting, methods=("recipe", "reduced"), **kw
 
 def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
             methods=("recipe", "recipe_run", "reduced"), n_boot: int = 1000, on_corrupt: str = "raise",
-            **theory_options) -> list[dict]:
+            survival_curves: dict | None = None, **theory_options) -> list[dict]:
     """One row per (gamma, width, lambda) onset sweep in the store: observed window with
     its bootstrap interval next to each method's predicted window, errors in steps.
 
@@ -82,7 +99,8 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
     own initial embeddings), reduced and full (derived equations / stylised flow), adamw
     (AdamW steps on the stylised model with the runs' decay form: l2 runs get the penalty
     through Adam), memorization (no theory: the left edge put at the memorization step of the
-    stored runs of the same reading and gamma, train acc >= 0.9, no right edge). on_corrupt:
+    stored runs of the same reading and gamma, train acc >= 0.9, no right edge), survival (the
+    composition model's left edge from no-decay probes, `survival_curves` when given). on_corrupt:
     'raise' on a damaged run folder, or 'skip' it with a warning."""
     theory_options.setdefault("targets", "permutation")   # the Transformer's task
     summ = load_summaries(store, on_corrupt)
@@ -91,18 +109,23 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
         memo = next(iter(observed_times(store, "memorization", on_corrupt=on_corrupt).values()),
                     pd.DataFrame(columns=["gamma", "value", "reading"]))
     rows = []
-    for (reading, gamma, width, lam), grp in table.groupby(["reading", "gamma", "wd_width", "wd_value"]):
+    for (reading, optimizer, gamma, width, lam), grp in table.groupby(["reading", "optimizer", "gamma", "wd_width",
+                                                                       "wd_value"]):
         if (gammas is not None and not np.any(np.isclose(gamma, gammas))) or grp.onset.nunique() < 2:
             continue
         obs = observed_window(grp, threshold, n_boot)
-        cfg = summ[(summ.reading == reading) & (summ.gamma == gamma) & (summ.wd_width == width)
-                   & (summ.wd_value == lam)].iloc[0].to_dict()
+        cfg = summ[(summ.reading == reading) & (summ.optimizer == optimizer) & (summ.gamma == gamma)
+                   & (summ.wd_width == width) & (summ.wd_value == lam)].iloc[0].to_dict()
         s = setting_for(cfg, **theory_options)
         total = int(cfg["steps"])
         pred = predicted_windows(s, [m for m in methods if m not in OBSERVED_METHODS], width=width, wd=lam, total=total,
                                  threshold=threshold, decay_form=cfg.get("decay_form", "decoupled"))
         if "memorization" in methods:
             pred["memorization"] = memorization_edge(memo, reading, gamma)
+        if "survival" in methods:
+            if survival_curves is None:
+                survival_curves = {}
+            pred["survival"] = survival_window(survival_curves, reading, optimizer, gamma, lam)
         if "recipe_run" in methods:
             run = run_recipe(RunStore(store).load(cfg["run_id"]).config, s.delta)
             pred["recipe_run"] = {"t1_steps": float(run["t1_steps"][0]), "t2_steps": float(run["t2_steps"][0])}
@@ -110,7 +133,7 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
                 a = pred["recipe_adamw"]
                 pred["recipe_run_adamw"] = {"t1_steps": pred["recipe_run"]["t1_steps"] / a["adamw_speedup_t1"],
                                             "t2_steps": pred["recipe_run"]["t2_steps"] / a["adamw_speedup_t2"]}
-        row = {"reading": reading, "gamma": gamma, "width": width, "wd": lam, "steps": total, "seeds": obs["seeds"],
+        row = {"reading": reading, "optimizer": optimizer, "gamma": gamma, "width": width, "wd": lam, "steps": total, "seeds": obs["seeds"],
                "onsets": len(obs["onsets"]), "observed_first": obs["first"], "observed_last": obs["last"],
                "observed_first_ci": obs["first_ci"], "observed_last_ci": obs["last_ci"],
                "first_bracket": obs["first_bracket"], "last_bracket": obs["last_bracket"],

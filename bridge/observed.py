@@ -12,14 +12,14 @@ from critwin.errors import ConfigError
 
 
 def onset_outcomes(summaries: pd.DataFrame, metric: str = "ood_acc") -> pd.DataFrame:
-    """Single-window runs as (reading, gamma, wd_width, wd_value, onset, task_seed, seed, value) rows."""
+    """Single-window runs as (reading, optimizer, gamma, wd_width, wd_value, onset, task_seed, seed, value) rows."""
     col = f"final_{metric}"
     if col not in summaries.columns:
         raise ConfigError("metric", metric, "a final metric of the runs")
     df = summaries[(summaries["status"] == "complete") & summaries["wd_window_start"].notna()]
-    out = df[["reading", "gamma", "wd_width", "wd_value", "wd_window_start", "task_seed", "seed", col]].rename(
+    out = df[["reading", "optimizer", "gamma", "wd_width", "wd_value", "wd_window_start", "task_seed", "seed", col]].rename(
         columns={"wd_window_start": "onset", col: "value"})
-    return out.sort_values(["reading", "gamma", "wd_width", "wd_value", "onset", "task_seed", "seed"]
+    return out.sort_values(["reading", "optimizer", "gamma", "wd_width", "wd_value", "onset", "task_seed", "seed"]
                            ).reset_index(drop=True)
 
 

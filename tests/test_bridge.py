@@ -124,3 +124,17 @@ def test_compare_memorization_edge_is_the_runs_memorization_step(capsys, tmp_pat
     assert row["memorization_t1"] == pytest.approx(np.mean(firsts))
     assert row["memorization_first_error"] == pytest.approx(row["observed_first"] - np.mean(firsts))
     assert row["memorization_t2"] is None or np.isnan(row["memorization_t2"])
+
+
+def test_compare_shows_the_survival_method_beside_the_others(capsys, onset_store, tmp_path):
+    from critwin.bridge.compare import survival_window
+    curves = {"adamw gamma 0.8": {"step": [0, 10, 20, 30], "attn_0.016": [0.6, 0.2, 0.4, 0.8]}}
+    assert survival_window(curves, "l2/non_embedding", "adamw", 0.8, 1.6e-2)["t1_steps"] == pytest.approx(22.5)
+    assert np.isnan(survival_window(curves, "decoupled/matrices", "adamw", 0.8, 1.6e-2)["t1_steps"])
+    path = tmp_path / "held_curves.json"
+    path.write_text(json.dumps(curves))
+    code = main(["bridge", "compare", "--store", str(onset_store), "--threshold", "0.05", "--methods", "recipe",
+                 "survival", "--survival-curves", str(path), "--no-figure", "--json"])
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert code == 0 and row["optimizer"] == "adamw" and "recipe_t1" in row
+    assert row["survival_t1"] is None or np.isnan(row["survival_t1"])     # the onset store's reading is decoupled

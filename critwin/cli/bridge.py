@@ -23,12 +23,17 @@ from critwin.errors import ConfigError
 
 
 def cmd_compare(args):
+    curves = None
+    if args.survival_curves:
+        import json
+        from pathlib import Path
+        curves = json.loads(Path(args.survival_curves).read_text())
     rows = compare(reader(args), args.threshold, args.metric, args.gamma, tuple(args.methods),
-                   on_corrupt=on_corrupt(args), loss_norm=args.loss_norm, targets=args.targets)
+                   on_corrupt=on_corrupt(args), survival_curves=curves, loss_norm=args.loss_norm, targets=args.targets)
     if not rows:
         return {"rows": []}, f"no onset sweeps (single-window runs) in {args.store}"
     frame = as_frame(rows)
-    cols = ["reading", "gamma", "width", "wd", "seeds", "onsets", "observed_first", "first_bracket", "observed_last",
+    cols = ["reading", "optimizer", "gamma", "width", "wd", "seeds", "onsets", "observed_first", "first_bracket", "observed_last",
             "last_bracket"]
     for m in args.methods:
         cols += [f"{m}_t1", f"{m}_t2", f"{m}_first_error"]
@@ -306,10 +311,13 @@ def register(sub):
     p.add_argument("--threshold", type=float, default=0.5)
     p.add_argument("--metric", default="ood_acc")
     p.add_argument("--methods", nargs="+", choices=("recipe", "recipe_adamw", "recipe_run", "reduced", "full", "adamw",
-                                                "memorization"),
+                                                "memorization", "survival"),
                    default=["recipe", "recipe_run", "reduced"],
                    help="recipe_run: the recipe with sigma_e and c_r of the runs' own initial embeddings;"
-                        " memorization: left edge at the stored runs' memorization step (no theory)")
+                        " memorization: left edge at the stored runs' memorization step (no theory);"
+                        " survival: the composition model's left edge from no-decay probes (L2 readings)")
+    p.add_argument("--survival-curves", default=None,
+                   help="held_curves.json of `bridge survival`/register.py (else the survival method probes)")
     p.add_argument("--loss-norm", choices=("sum", "pair", "mean"), default="sum")
     p.add_argument("--targets", choices=("teacher", "permutation"), default="permutation",
                    help="stylised targets for the theory (the Transformer's task is a permutation task)")
