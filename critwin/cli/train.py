@@ -11,7 +11,7 @@ from critwin.empirical.interventions import DECAY_FORMS, PLACEMENTS
 from critwin.empirical.models import DECAY_SETS, INITS
 from critwin.empirical.models.transformer import LAYER_INITS
 from critwin.empirical.presets import ALCHEMY_SIZES
-from critwin.empirical.sweep import config_from_flat
+from critwin.empirical.sweep.one_run import STORED, train_and_store
 from critwin.empirical.tasks.alchemy import INPUT_FORMATS, QUERY_ENDS
 from critwin.empirical.tasks.alchemy_chemistry import HELD_OUT_RULES
 from critwin.empirical.tasks.scan import SPLIT_SIZES as SCAN_SPLIT_SIZES
@@ -117,7 +117,7 @@ def config_from_args(args, task: str) -> TrainConfig:
             "branch": args.branch}
     if args.budget_placement is not None and args.wd_window:
         raise ConfigError("budget_placement", args.budget_placement, "either --wd-window or --budget-placement")
-    return config_from_flat(flat)
+    return TrainConfig.from_flat(flat)
 
 
 def cmd_anchor(args):
@@ -171,27 +171,14 @@ def cmd_alchemy(args):
 
 
 def train_one(args, cfg):
-    """Train one config into the store (or return it from there), one line per outcome."""
+    """Train one config into the store (or return it from there: `train_and_store`), one line per outcome."""
     if args.threads < 1:
         raise ConfigError("threads", args.threads, "a number of torch threads >= 1")
     store = RunStore(args.store).ensure_writable()     # before training, not after
-    run_id = cfg.run_id()
-    status = store.status(run_id)
-    cached = status in ("complete", "failed", "diverged")
-    if cached:
-        run = store.load(run_id)
-    else:
-        if not store.claim(run_id):
-            raise ConfigError("run", run_id, f"a run no other process is training (one is, in {store.root})")
-        try:
-            import torch
-            torch.set_num_threads(args.threads)
-            start = store.checkpoint(*cfg.branch_point()) if cfg.branch else None
-            run = train(cfg, progress=not args.no_progress, start=start, resume=store.resume_path(run_id))
-            store.save(run, replace=status == "corrupt")
-            store.drop_resume(run_id)
-        finally:
-            store.release(run_id)
+    import torch
+    torch.set_num_threads(args.threads)
+    run, status = train_and_store(cfg, store, progress=not args.no_progress, trainer=train)
+    run_id, cached = cfg.run_id(), status in STORED
     path = store.path(run_id)
     final = run.summary["final"]
     payload = {"run_id": run_id, "path": str(path), "cached": cached, "status": run.summary["status"],

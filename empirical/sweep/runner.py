@@ -14,6 +14,7 @@ from critwin.empirical.engine import on_engine, pack_size, packs
 from critwin.empirical.environment import environment
 from critwin.empirical.store import Run, RunStore
 from critwin.empirical.sweep.executors import LOST, LocalExecutor, Pack, run_pack
+from critwin.empirical.sweep.one_run import branch_start, store_trained
 from tqdm.auto import tqdm
 
 from critwin.errors import ConfigError, CorruptRunError
@@ -175,7 +176,7 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                     ids.append(rid)
                     continue
                 try:
-                    start = store.checkpoint(*c.branch_point()) if c.branch else None
+                    start = branch_start(store, c)
                     items.append((c.resolved(), start, str(store.resume_path(rid))))
                 except (ConfigError, CorruptRunError) as e:     # no source checkpoint: this run fails, others go on
                     store.save(failed_run(c.resolved(), str(e), ""), replace=rid in damaged)
@@ -212,14 +213,13 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                 res.pack_fallbacks.append((rid, out["pack_error"]))
                 warnings.warn(f"run {rid} trained alone: its pack failed ({out['pack_error']})")
             try:
-                store.save(run, replace=retry_failed or rid in damaged)
+                store_trained(store, run, replace=retry_failed or rid in damaged)
             except OSError as e:        # a full disk: the runs that fit are stored; this one keeps its resume state
                 store.release(rid)
                 claims.discard(rid)
                 res.unstored.append((rid, f"{e.strerror or e} writing the store"))
                 bar.update(1)
                 continue
-            store.drop_resume(rid)
             for path in pack_files.pop(rid, ()):
                 path.unlink(missing_ok=True)
             store.release(rid)

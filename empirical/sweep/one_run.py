@@ -1,0 +1,45 @@
+"""One run into a store: the claim, train, save, release sequence that a sweep (runner.py, with
+its training in worker processes) and `critwin train` (in this process) share."""
+from __future__ import annotations
+
+from critwin.empirical.config import TrainConfig
+from critwin.empirical.store import Run, RunStore
+from critwin.empirical.train import train
+
+from critwin.errors import ConfigError
+
+STORED = ("complete", "failed", "diverged")    # statuses a run is returned with from the store, not trained
+
+
+def branch_start(store: RunStore, cfg: TrainConfig) -> dict | None:
+    """The checkpoint a branch starts from (RunStore.checkpoint raises, naming the checkpoints the
+    source has, when that one is missing); None for a run from step 0."""
+    return store.checkpoint(*cfg.branch_point()) if cfg.branch else None
+
+
+def store_trained(store: RunStore, run: Run, replace: bool) -> None:
+    """Save a trained run (`replace`: over a damaged or failed folder) and drop the resume state
+    it no longer needs."""
+    store.save(run, replace=replace)
+    store.drop_resume(run.run_id)
+
+
+def train_and_store(cfg: TrainConfig, store: RunStore, progress: bool = True, trainer=train) -> tuple[Run, str | None]:
+    """`cfg`'s run: from `store` when stored (complete, failed or diverged), else trained here:
+    claimed (a ConfigError when another live process holds it), trained (continuing from its
+    resume state after a kill; a branch from its source's checkpoint), saved (replacing a damaged
+    folder), released. Returns the run and its status in the store before: None (not stored),
+    'corrupt' (replaced) or one of STORED (returned as stored). `trainer`: what trains it, with
+    `train`'s signature (the caller's own, so a test can stand in for it)."""
+    run_id = cfg.run_id()
+    status = store.status(run_id)
+    if status in STORED:
+        return store.load(run_id), status
+    if not store.claim(run_id):
+        raise ConfigError("run", run_id, f"a run no other process is training (one is, in {store.root})")
+    try:
+        run = trainer(cfg, progress=progress, start=branch_start(store, cfg), resume=store.resume_path(run_id))
+        store_trained(store, run, replace=status == "corrupt")
+    finally:
+        store.release(run_id)
+    return run, status
