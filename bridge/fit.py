@@ -38,7 +38,7 @@ def law_shape(law: str, gammas, setting: th.StylisedSetting) -> np.ndarray:
     if law == "gamma^-2":
         return g ** -2.0
     r = compute_rates(setting, g)
-    _, t2 = crossing_times(r.mu_m, r.mu_r_drive, r.rho0, r.capacity, setting.delta, "bilinear")
+    _, t2 = crossing_times(r.mu_m_drive, r.mu_r_drive, r.rho0, r.capacity, setting.delta, "bilinear")
     return t2 / setting.eta
 
 

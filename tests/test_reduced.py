@@ -48,13 +48,16 @@ def test_window_edges_are_integrated_exactly():
     np.testing.assert_allclose(tr["x"][:, 0], [0, x30, x50, x70, x100], atol=1e-7)
 
 
-def test_reduced_drive_matches_the_full_flow_averaged_over_inits():
+@pytest.mark.parametrize("emb", ["orthonormal", "unit"])
+def test_reduced_drive_matches_the_full_flow_averaged_over_inits(emb):
     """The reasoning path's early growth from a random init, mean over 100 inits of the full
     flow (an independent computation), against the reduced model. The |P|-times larger
-    curvature mu_r as the drive was 15x too fast here."""
+    curvature mu_r as the drive was 15x too fast here; with unit keys the slowest key mode as the
+    key factor was ~4x too slow (measured with the targets' average mode: 0.84-0.92x for unit keys,
+    0.72-0.77x for gaussian keys, 1.08-1.11x orthonormal)."""
     from critwin.theory import Schedule, integrate_flow
     from critwin.theory.reduced import simulate_reduced
-    s = StylisedSetting(d=16, keys=6, anchors=5, train_pairs=15, eta=1e-2)
+    s = StylisedSetting(d=16, keys=6, anchors=5, train_pairs=15, eta=1e-2, embeddings=emb)
     p = build_problem(s)
     n, g = 100, 0.1
     q = init_params(p, np.full(n, g), np.arange(n))
@@ -62,14 +65,32 @@ def test_reduced_drive_matches_the_full_flow_averaged_over_inits():
     _, traj, _ = integrate_flow(p, q, [Schedule.none(20)] * n, s.eta, steps)
     full = traj["rho"].mean(axis=1) - traj["rho"][0].mean()
     r = compute_rates(s, [g], problem=p)
-    _, red = simulate_reduced(r.mu_m, r.mu_r_drive, r.rho0, r.capacity, Schedule.none(20), s.eta, steps)
+    _, red = simulate_reduced(r.mu_m_drive, r.mu_r_drive, r.rho0, r.capacity, Schedule.none(20), s.eta, steps)
     np.testing.assert_allclose(red["rho"][1:, 0], full[1:], rtol=0.25)
-    assert r.mu_r_drive[0] == pytest.approx(r.mu_r[0] / len(p.pairs))
+
+
+@pytest.mark.xfail(strict=True, reason="known limit of the reduced model: it runs ahead of the full flow as gamma "
+                                       "grows (mean of 32 inits, steps 20/40/60: 1.8/2.5/1.8x at gamma 0.8, "
+                                       "1.05/1.38/1.63x at 0.3, 0.93/0.99/1.30x at 0.1)")
+def test_reduced_rho_follows_the_full_flow_at_the_paper_gamma():
+    from critwin.theory import Schedule, integrate_flow
+    from critwin.theory.reduced import simulate_reduced
+    s = StylisedSetting(d=16, keys=6, anchors=5, train_pairs=15, eta=1e-2)
+    p = build_problem(s)
+    n, g = 32, 0.8
+    q = init_params(p, np.full(n, g), np.arange(n))
+    steps = np.array([0, 20, 40, 60])
+    _, traj, _ = integrate_flow(p, q, [Schedule.none(60)] * n, s.eta, steps)
+    full = traj["rho"].mean(axis=1) - traj["rho"][0].mean()
+    r = compute_rates(s, [g], problem=p)
+    _, red = simulate_reduced(r.mu_m_drive, r.mu_r_drive, r.rho0, r.capacity, Schedule.none(60), s.eta, steps)
+    np.testing.assert_allclose(red["rho"][1:, 0], full[1:], rtol=0.25)
 
 
 def test_memorization_drive_is_the_initial_speed_of_the_full_flow():
-    """x'(0) from M = 0 (tiny init), by a forward difference of the full flow; mu_m, the
-    slowest key mode, is smaller whenever the keys are not orthonormal."""
+    """x'(0) from M = 0 (tiny init), by a forward difference of the full flow: the reduced model's
+    memorisation rate. mu_m, the slowest key mode (the curvature), is smaller whenever the keys are not
+    orthonormal."""
     from critwin.theory import Schedule, integrate_flow
     s = StylisedSetting(d=16, keys=6, anchors=5, train_pairs=15, eta=1e-4, embeddings="unit", seed=2)
     p = build_problem(s)
@@ -78,7 +99,7 @@ def test_memorization_drive_is_the_initial_speed_of_the_full_flow():
     speed = (traj["x"][1, 0] - traj["x"][0, 0]) / s.eta
     r = compute_rates(s, [1e-4], problem=p)
     assert r.mu_m_drive == pytest.approx(speed, rel=0.01)
-    assert r.mu_m < r.mu_m_drive
+    assert r.mu_m < 0.5 * r.mu_m_drive
 
 
 def test_inverted_or_unreached_windows_are_flagged():
@@ -102,7 +123,7 @@ def test_reduced_final_fraction_without_decay_is_near_the_full_flow_median(gamma
     q = init_params(p, np.full(40, gamma), np.arange(40))
     _, traj, _ = integrate_flow(p, q, [Schedule.none(800)] * 40, s.eta, [800])
     r = compute_rates(s, [gamma], problem=p)
-    _, red = simulate_reduced(r.mu_m, r.mu_r_drive, r.rho0, r.capacity, Schedule.none(800), s.eta, [800])
+    _, red = simulate_reduced(r.mu_m_drive, r.mu_r_drive, r.rho0, r.capacity, Schedule.none(800), s.eta, [800])
     assert abs(red["reasoning_fraction"][-1, 0] - np.median(traj["reasoning_fraction"][-1])) < 0.12
 
 

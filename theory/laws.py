@@ -75,8 +75,8 @@ def compare_laws(s: StylisedSetting, gammas, horizon: int = 5000, seed: int = 0,
     t = escape_times(s, g, horizon, seed, optimizer=optimizer)
     ok = np.isfinite(t)
     r = compute_rates(s, g)
-    _, lazy = crossing_times(r.mu_m, r.mu_r_drive, r.rho0, r.capacity, 0.5, "linear")
-    _, saxe = crossing_times(r.mu_m, r.mu_r_drive, r.rho0, r.capacity, 0.5, "bilinear")
+    _, lazy = crossing_times(r.mu_m_drive, r.mu_r_drive, r.rho0, r.capacity, 0.5, "linear")
+    _, saxe = crossing_times(r.mu_m_drive, r.mu_r_drive, r.rho0, r.capacity, 0.5, "bilinear")
     regs = {"gamma^-2": g**-2.0, "log(1/gamma)": np.log(1 / g)}
     fits, rows = {}, []
     for name, z in regs.items():

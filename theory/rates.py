@@ -79,7 +79,7 @@ def bilinear_gain(p: Problem) -> float:
 def memorization_drive(p: Problem) -> float:
     """x'(0) of the memorization path from M = 0, x = <M E, Y> / |Y|^2 (the flow's explained
     fraction): alpha sum_p tr(Y_p E^T E Y_p^T) / sum_p |Y_p|^2. Every key mode contributes at
-    its own rate; mu_m is only the slowest of them."""
+    its own rate; mu_m is only the slowest of them, and the reduced model runs at this average."""
     EtE = p.keys.T @ p.keys
     num = np.einsum("pdk,kl,pdl->", p.targets, EtE, p.targets)
     return float(p.alpha * num / np.sum(p.targets ** 2))
@@ -103,8 +103,8 @@ class Rates:
     capacity: float             # reasoning-explainable fraction of the targets
     reach: float                # what the linear law (W2 frozen at a random init) can explain: min(capacity, ~1/|P|)
     rho0: np.ndarray            # initial explained fraction of the balanced reduced mode
-    mu_r_drive: np.ndarray      # target-aligned drive of a random init: alpha c_r gamma^2 lambda_min+ = mu_r / |P|
-    mu_m_drive: float           # initial memorization speed x'(0) = alpha tr(Y E^T E Y^T) / |Y|^2
+    mu_r_drive: np.ndarray      # target-aligned drive of a random init: alpha c_r gamma^2 kappa, kappa = mu_m_drive / alpha
+    mu_m_drive: float           # initial memorization speed x'(0) = alpha tr(Y E^T E Y^T) / |Y|^2: the reduced model's mu_m
 
     def row(self, k: int) -> dict:
         return {"gamma": float(self.gamma[k]), "sigma_e": self.sigma_e, "sigma_def": self.sigma_def,
@@ -125,11 +125,14 @@ def compute_rates(s: StylisedSetting, gamma=None, problem: Problem | None = None
     n_pairs = len(p.pairs)
     mu_r = p.alpha * n_pairs * cr * gamma**2 * lam
     # A random coupling vector is aligned with the target couplings only to cos^2 ~ 1/|P|, so
-    # the reasoning path's initial drive, averaged over inits, is the curvature over |P|.
-    drive = mu_r / n_pairs
+    # the reasoning path's initial drive, averaged over inits, is the curvature over |P|, at the key
+    # factor the targets actually start at: their average over the key modes, x'(0) / alpha (the
+    # slowest mode lambda_min+ for orthonormal keys; for unit keys it made the drive ~4x too slow).
+    mem_drive = memorization_drive(p)
+    drive = mu_r / n_pairs * (mem_drive / p.alpha) / lam
     gain, cap = bilinear_gain(p), reasoning_capacity(p)
     return Rates(gamma=gamma, sigma_e=sig, sigma_def=s.sigma_def, c_r=cr, key_eig_min=lam,
                  alpha=p.alpha, paper_mu_m=sig, paper_mu_r=cr * gamma**2 * sig,
                  mu_m=p.alpha * lam, mu_r=mu_r, gain=gain, capacity=cap, reach=min(cap, frozen_reach(p)),
                  rho0=np.minimum(drive * cap / max(gain, 1e-300), cap), mu_r_drive=drive,
-                 mu_m_drive=memorization_drive(p))
+                 mu_m_drive=mem_drive)

@@ -49,7 +49,7 @@ def regime_map(s: StylisedSetting, gain_ratios, budgets, width: float = 5000, to
     if not (0 < width < total):
         raise ConfigError("width", width, f"a window width in (0, {total}) steps")
     r = compute_rates(s, [s.gamma if gamma is None else gamma])
-    mu_m, drive, cap = r.mu_m, float(r.mu_r_drive[0]), r.capacity
+    mu_m, drive, cap = r.mu_m_drive, float(r.mu_r_drive[0]), r.capacity
     onsets = np.unique(np.round(np.linspace(0, total - width, n_onsets)))
     width_time = width * s.eta
     rng = np.zeros((len(g), len(b)))

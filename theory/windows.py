@@ -82,8 +82,8 @@ def recipe_adamw_window(s: StylisedSetting, gamma=None, horizon: int = 3000, see
 def reduced_window(s: StylisedSetting, gamma=None, law: str = "bilinear") -> dict:
     """delta-window of the derived reduced equations (each path integrated alone)."""
     r = compute_rates(s, _gammas(s, gamma))
-    t1, t2 = crossing_times(r.mu_m, r.mu_r_drive, r.rho0, r.capacity, s.delta, law, reach=r.reach)
-    return {"gamma": r.gamma, "mu_m": np.full_like(r.gamma, r.mu_m), "mu_r": r.mu_r,
+    t1, t2 = crossing_times(r.mu_m_drive, r.mu_r_drive, r.rho0, r.capacity, s.delta, law, reach=r.reach)
+    return {"gamma": r.gamma, "mu_m": np.full_like(r.gamma, r.mu_m_drive), "mu_r": r.mu_r,
             "t1_steps": t1 / s.eta, "t2_steps": t2 / s.eta, "rates": r}
 
 
@@ -119,7 +119,7 @@ def simulate(s: StylisedSetting, schedules, gamma=None, engine: str = "reduced",
     if engine == "reduced":
         check_law(law)
         r = compute_rates(s, gam)
-        return simulate_reduced(r.mu_m, r.mu_r_drive, r.rho0, r.capacity, systems, s.eta, eval_steps, law,
+        return simulate_reduced(r.mu_m_drive, r.mu_r_drive, r.rho0, r.capacity, systems, s.eta, eval_steps, law,
                                 reach=r.reach)
     if decay_form != "decoupled" and engine in ("reduced", "full"):
         raise ConfigError("decay_form", decay_form, "decoupled for the gradient-flow engines (l2 needs a"
