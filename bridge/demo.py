@@ -49,16 +49,25 @@ def reading_note(reading: str) -> str:
     return reading + (" (the paper's Eq. 4)" if reading == PAPER_LABEL else " (a variation)")
 
 
+def composition_left_edge(gamma: float, wd: float, probes: int) -> float | None:
+    """Theory II's left edge for an L2 penalty under AdamW: the composition model read coordinate by
+    coordinate on `probes` no-decay probes (task instances 0..probes-1, seed 0; bridge.survival)."""
+    from critwin.bridge.survival import predict
+    rows, _ = predict(["adamw"], [gamma], [wd], range(probes), range(1))
+    return rows[0]["predicted_left_edge"]
+
+
 def demo(steps: int = 6000, width: int = 3000, wd: float | None = None, gamma: float = 0.8, seeds: int = 2,
          store="runs", out="critwin-out", workers: int | None = 2, quiet: bool = False,
-         pack: int | None = None, reading: str = PAPER_LABEL) -> dict:
-    """Predict the window (the paper's recipe: the theory's best edges today), then train no decay, a
-    window from step 0, one from the predicted left edge and a late one, under `reading` (FORM/SET)."""
+         pack: int | None = None, reading: str = PAPER_LABEL, probes: int = 3) -> dict:
+    """Predict the window, then train no decay, a window from step 0, one from the predicted left edge
+    and a late one, under `reading` (FORM/SET). Under an L2 reading the left edge is Theory II's (the
+    composition model on `probes` no-decay probes; it predicts no right edge), else the paper's recipe's."""
     form, _, dset = reading.partition("/")
     if form not in DEMO_WDS or not dset:
         raise ConfigError("reading", reading, f"FORM/SET with FORM l2 or decoupled, e.g. {PAPER_LABEL}")
     wd = DEMO_WDS[form] if wd is None else wd
-    for name, v, lo in (("seeds", seeds, 1), ("steps", steps, 2), ("width", width, 1)):
+    for name, v, lo in (("seeds", seeds, 1), ("steps", steps, 2), ("width", width, 1), ("probes", probes, 0)):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise ConfigError(name, v, f"a whole number >= {lo}")
     if width >= steps:
@@ -73,7 +82,17 @@ def demo(steps: int = 6000, width: int = 3000, wd: float | None = None, gamma: f
     (red,) = th.predict(s.with_(targets="permutation"), gamma, "reduced", width=width, wd=wd, total=steps)
     t1, t2 = rec["t1_steps"], rec["t2_steps"]
     notes = []
-    if t2 > steps - width:
+    composition = None
+    if form == "l2" and probes > 0:
+        _say(f"      Theory II: {probes} no-decay probes of 600 steps (the composition model's left edge)", quiet)
+        composition = composition_left_edge(gamma, wd, probes)
+        if composition is None:
+            notes.append("the composition model finds no onset whose penalty the attention weights outpull within"
+                         " 600 steps: the recipe's window is tested instead")
+        else:
+            t1, t2 = composition, float("inf")
+            notes.append("Theory II predicts no right edge: every onset from its left edge on is predicted to help")
+    if np.isfinite(t2) and t2 > steps - width:
         notes.append(f"no 'after' control: the predicted window ends at {t2:,.0f} steps, beyond the last onset"
                      f" ({steps - width:,} of {steps:,}); only before vs inside is tested here"
                      " (a run past it would take --steps > t2 + width)")
@@ -117,10 +136,13 @@ def demo(steps: int = 6000, width: int = 3000, wd: float | None = None, gamma: f
              "threshold_label": f"no decay ({base_ood:.3f})", "observed_window": observed}
     figures.plot_onset_comparison([{"curve": curve, "gamma": gamma, "width": width, "wd": wd, "steps": steps,
                                     "reading": reading_note(reading),
-                                    "recipe_t1": t1, "recipe_t2": t2, "reduced_t1": red["t1_steps"],
-                                    "reduced_t2": red["t2_steps"]}], fig, "OOD accuracy")
+                                    "recipe_t1": rec["t1_steps"], "recipe_t2": rec["t2_steps"],
+                                    "reduced_t1": red["t1_steps"], "reduced_t2": red["t2_steps"],
+                                    "composition_t1": float("nan") if composition is None else composition,
+                                    "composition_t2": float("inf")}], fig, "OOD accuracy")
     return {"predicted": {"recipe": rec, "reduced_law": {k: red[k] for k in ("t1_steps", "t2_steps",
-                                                                             "onset_first", "onset_last")}},
+                                                                             "onset_first", "onset_last")},
+                          "composition": {"t1_steps": composition, "probes": probes}},
             "reading": reading, "wd": wd, "paper_size": PAPER_SIZE_L2 if form == "l2" else None,
             "rows": rows, "observed_window": observed, "gain_inside": gain_in, "gain_outside": gain_out, "noise_sd": noise,
             "prediction_confirmed": agrees, "notes": notes, "figure": str(fig), "store": str(store),
@@ -130,8 +152,11 @@ def demo(steps: int = 6000, width: int = 3000, wd: float | None = None, gamma: f
 def render(res: dict) -> str:
     rec = res["predicted"]["recipe"]
     red = res["predicted"]["reduced_law"]
+    comp = res["predicted"].get("composition", {}).get("t1_steps")
     lines = [f"decay reading {reading_note(res['reading'])}, lambda {res['wd']:g}",
-             f"predicted window (paper's recipe): t1 = {rec['t1_steps']:,.0f}, t2 = {rec['t2_steps']:,.0f} steps;"
+             *([f"predicted left edge (Theory II, the composition model on no-decay probes): {comp:,.0f} steps;"
+                " it predicts no right edge"] if comp is not None else []),
+             f"the paper's recipe: t1 = {rec['t1_steps']:,.0f}, t2 = {rec['t2_steps']:,.0f} steps;"
              f" derived bilinear law: t2 = {red['t2_steps']:,.0f} steps",
              format_table(res["rows"], ["schedule", "vs_predicted", "predicted", "ood_acc", "ood_sd", "train_acc"]),
              f"best OOD gain over no decay: inside the predicted window {res['gain_inside']:+.3f},"

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 COLORS = {"recipe": "tab:blue", "recipe_run": "tab:purple", "reduced": "tab:orange", "full": "tab:green",
-          "memorization": "tab:red"}
+          "memorization": "tab:red", "composition": "tab:brown", "survival": "tab:brown"}
 
 
 def _save(fig, path) -> Path:

@@ -71,10 +71,17 @@ def test_timescales(onset_store):
 
 
 def test_demo_end_to_end_small(capsys, tmp_path):
-    code = main(["demo", "--steps", "200", "--width", "50", "--seeds", "1", "--workers", "2",
+    code = main(["demo", "--steps", "200", "--width", "50", "--seeds", "1", "--workers", "2", "--probes", "1",
                  "--store", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--json"])
     d = json.loads(capsys.readouterr().out)
     assert code == 0 and d["rows"][0]["schedule"] == "no decay"
+    comp = d["predicted"]["composition"]
+    assert comp["probes"] == 1
+    if comp["t1_steps"] is not None:           # the middle onset is Theory II's left edge, clipped to the runs
+        from critwin.bridge.survival import predict
+        rows, _ = predict(["adamw"], [0.8], [1.6e-2], range(1), range(1))
+        assert comp["t1_steps"] == pytest.approx(rows[0]["predicted_left_edge"])
+        assert min(int(np.ceil(comp["t1_steps"])), 150) in [r["onset"] for r in d["rows"][1:]]
     assert {r["vs_predicted"] for r in d["rows"][1:]} <= {"before", "inside", "after"}
     assert d["predicted"]["recipe"]["t1_steps"] == pytest.approx(231.05, abs=0.1)
     assert isinstance(d["prediction_confirmed"], bool)

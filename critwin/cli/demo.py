@@ -6,7 +6,7 @@ from critwin.bridge.demo import DEMO_WDS, PAPER_LABEL, demo, render
 
 def cmd_demo(args):
     res = demo(args.steps, args.width, args.wd, args.gamma, args.seeds, args.store, args.out, args.workers,
-               quiet=args.json, pack=args.pack, reading=args.reading)
+               quiet=args.json, pack=args.pack, reading=args.reading, probes=args.probes)
     return res, render(res)
 
 
@@ -20,6 +20,8 @@ def register(p):
                    help="decay inside the windows (default: " + ", ".join(f"{k} {v:g}" for k, v in DEMO_WDS.items())
                         + "; the decoupled 4/3 is lr*lambda = 4e-3 per step)")
     p.add_argument("--gamma", type=float, default=0.8)
+    p.add_argument("--probes", type=int, default=3,
+                   help="no-decay probes (task instances) for Theory II's left edge under an L2 reading; 0: the recipe's")
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--pack", type=int, default=None, help="train up to this many runs as one stacked model per worker")
