@@ -12,6 +12,9 @@ authors  the paper's model trained as the authors' released code runs it, where 
        (their README; the code's default is 0.01), a constant lr 1e-4 (their cosine scheduler is
        built but never stepped), and the query ending at its potion (no <io>); scored every epoch
        on the 1,320 held-out queries and a fixed 1,320 of the training ones
+authors_tiny  the same recipe on the authors' smallest encoder classifier ("tiny" in their models.py:
+       2 layers, d 128, 4 heads, FFN 256, dropout 0.1; about 1/8 of the paper model's compute per
+       step): the configuration to try first on a CPU
 """
 from __future__ import annotations
 
@@ -39,6 +42,7 @@ ALCHEMY_SIZES = {
                 "wd": 1e-3, "decay_form": "decoupled", "decay_set": "all", "query_end": "potion",
                 "eval_every": 343, "eval_max": 1320},
 }
+ALCHEMY_SIZES["authors_tiny"] = {**ALCHEMY_SIZES["authors"], "d": 128, "layers": 2}
 PAPER_EPOCHS = 1000
 
 

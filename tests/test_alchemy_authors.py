@@ -248,3 +248,18 @@ def test_the_authors_held_out_chemistries():
     assert plain < len(theirs[::20])                 # the colour names do differ
     with pytest.raises(ConfigError, match="held_out"):
         make_task("alchemy_withheld", 0, held_out="theirs")
+
+
+def test_the_authors_tiny_size_is_their_smallest_encoder_under_the_same_recipe():
+    """Their models.py, StoneStateClassifier configs: "tiny" = 2 encoder layers, emb 128, 4 heads, FFN 256,
+    dropout 0.1. Everything else is the authors recipe."""
+    from critwin.empirical.presets import ALCHEMY_SIZES
+    tiny, full = ALCHEMY_SIZES["authors_tiny"], ALCHEMY_SIZES["authors"]
+    assert {k: v for k, v in tiny.items() if k not in ("d", "layers")} == \
+        {k: v for k, v in full.items() if k not in ("d", "layers")}
+    cfg = config_from_flat(alchemy_flat("authors_tiny", "withheld", epochs=1))
+    m = cfg.model
+    assert (m.layers, m.d, m.heads, m.d * m.mlp_ratio, m.dropout) == (2, 128, 4, 256, 0.1)
+    model = Transformer(m, 25, 200, 108)
+    ffn = [mod for name, mod in model.named_modules() if isinstance(mod, torch.nn.Linear) and mod.out_features == 256]
+    assert len(ffn) == 2                                    # one FFN input layer per encoder layer

@@ -233,7 +233,8 @@ def register(sub):
                         " sinusoidal positions, dropout 0.1) with AdamW 1e-4, cosine, clip 1.0, batch 32 (a GPU"
                         " budget); authors: the paper's model trained as the authors' code runs it (PyTorch's default"
                         " init with cloned layers, betas 0.9 0.999, AdamW decay 0.001 on every parameter, constant lr"
-                        " 1e-4, the query ending at its potion; empirical/presets.py). Options given on the command"
+                        " 1e-4, the query ending at its potion; empirical/presets.py); authors_tiny: that recipe on"
+                        " their smallest encoder (2 layers, d 128, FFN 256). Options given on the command"
                         " line override the preset.")
     p.add_argument("--epochs", type=int, default=None, help="passes over the training set (sets --steps)")
     p.add_argument("--layer-init", choices=LAYER_INITS, default=None,
