@@ -9,6 +9,7 @@ checkpoints, so a resumed run continues bit for bit.
 
     python3 carry.py save    STORE_DIR   # after a stretch of training: store -> carry/
     python3 carry.py restore STORE_DIR   # on a new machine, before train_long.sh
+    python3 carry.py save STORE_DIR --run-id ID --dir carry_tiny   # another run (train_long.sh with SIZE=authors_tiny)
 """
 from __future__ import annotations
 
@@ -81,8 +82,10 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("action", choices=["save", "restore"])
     p.add_argument("store", type=Path, help="the run store (train_long.sh's $STORE/store)")
+    p.add_argument("--run-id", default=RUN_ID, help=f"the run to carry (default: the long run, {RUN_ID})")
+    p.add_argument("--dir", type=Path, default=HERE, help="where its state travels (default: carry/)")
     a = p.parse_args(argv)
-    m = (save if a.action == "save" else restore)(a.store)
+    m = save(a.store, a.run_id, out=a.dir) if a.action == "save" else restore(a.store, a.run_id, src=a.dir)
     print(f"carry {a.action}: run {m['run_id']} at step {m['step']} ({m['wall_s'] / 3600:.2f} training hours); "
           f"checkpoints carried {sorted(m['checkpoints_kept'])}")
     return 0
