@@ -49,11 +49,14 @@ def reading_note(reading: str) -> str:
     return reading + (" (the paper's Eq. 4)" if reading == PAPER_LABEL else " (a variation)")
 
 
+DEMO_PROBE_STEPS = 400   # AdamW's held share crosses 1/2 by step ~250 in every registered cell
+
+
 def composition_left_edge(gamma: float, wd: float, probes: int) -> float | None:
     """Theory II's left edge for an L2 penalty under AdamW: the composition model read coordinate by
-    coordinate on `probes` no-decay probes (task instances 0..probes-1, seed 0; bridge.survival)."""
+    coordinate on `probes` no-decay probes of DEMO_PROBE_STEPS (task instances 0..probes-1, seed 0)."""
     from critwin.bridge.survival import predict
-    rows, _ = predict(["adamw"], [gamma], [wd], range(probes), range(1))
+    rows, _ = predict(["adamw"], [gamma], [wd], range(probes), range(1), steps=DEMO_PROBE_STEPS)
     return rows[0]["predicted_left_edge"]
 
 
@@ -84,11 +87,12 @@ def demo(steps: int = 6000, width: int = 3000, wd: float | None = None, gamma: f
     notes = []
     composition = None
     if form == "l2" and probes > 0:
-        _say(f"      Theory II: {probes} no-decay probes of 600 steps (the composition model's left edge)", quiet)
+        _say(f"      Theory II: {probes} no-decay probes of {DEMO_PROBE_STEPS} steps (the composition model's left edge)",
+             quiet)
         composition = composition_left_edge(gamma, wd, probes)
         if composition is None:
             notes.append("the composition model finds no onset whose penalty the attention weights outpull within"
-                         " 600 steps: the recipe's window is tested instead")
+                         f" {DEMO_PROBE_STEPS} steps: the recipe's window is tested instead")
         else:
             t1, t2 = composition, float("inf")
             notes.append("Theory II predicts no right edge: every onset from its left edge on is predicted to help")

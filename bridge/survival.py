@@ -23,11 +23,16 @@ PROBES = {"adamw": ({"lr": 3e-3}, 600, 10),
           "sgd": ({"optimizer": "sgd", "lr": 0.1, "momentum": 0.9}, 1000, 20)}
 
 
-def probe_config(optimizer: str, gamma: float, task_seed: int, seed: int):
-    """The no-decay probe run: paper-size anchor task, a state kept every few steps (in memory)."""
+def probe_config(optimizer: str, gamma: float, task_seed: int, seed: int, steps: int | None = None):
+    """The no-decay probe run: paper-size anchor task, a state kept every few steps (in memory). `steps`
+    shortens it (default: PROBES'); a shorter probe is the same run cut early, so an edge inside it is
+    the same edge."""
     if optimizer not in PROBES:
         raise ConfigError("optimizer", optimizer, "one of " + ", ".join(PROBES))
-    extra, steps, every = PROBES[optimizer]
+    extra, default_steps, every = PROBES[optimizer]
+    steps = default_steps if steps is None else steps
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps <= every:
+        raise ConfigError("steps", steps, f"a whole number of steps > {every} (a state every {every})")
     return config_from_flat({"task": "anchor_permutation", "gamma": gamma, "task_seed": task_seed, "seed": seed,
                              "steps": steps, "eval_every": steps, **extra,
                              "checkpoints": list(range(every, steps, every))})
@@ -71,7 +76,8 @@ def predict_left_edges(curves: dict, lams, group: str = "attn") -> dict:
     return {float(lam): survival_edge(curves["step"], curves[f"{group}_{float(lam):g}"], HELD_LEVEL) for lam in lams}
 
 
-def predict(optimizers, gammas, lams, task_seeds, seeds, progress=None) -> tuple[list[dict], dict]:
+def predict(optimizers, gammas, lams, task_seeds, seeds, progress=None, steps: int | None = None
+            ) -> tuple[list[dict], dict]:
     """Probe every (optimizer, gamma) over task instances x seeds; rows of predicted left edges and the
     mean curves they were read from."""
     rows, curves = [], {}
@@ -80,14 +86,14 @@ def predict(optimizers, gammas, lams, task_seeds, seeds, progress=None) -> tuple
             runs = []
             for ts in task_seeds:
                 for s in seeds:
-                    runs.append(held_curves(probe_config(opt, g, ts, s), lams))
+                    runs.append(held_curves(probe_config(opt, g, ts, s, steps), lams))
                     if progress:
                         progress(f"probed {opt} gamma {g} task {ts} seed {s}")
             mean = mean_curves(runs)
             curves[f"{opt} gamma {g:g}"] = mean
             for lam, edge in predict_left_edges(mean, lams).items():
                 rows.append({"optimizer": opt, "gamma": g, "lambda": lam, "predicted_left_edge": edge,
-                             "probe_steps": PROBES[opt][1], "probes": len(runs)})
+                             "probe_steps": steps or PROBES[opt][1], "probes": len(runs)})
     return rows, curves
 
 

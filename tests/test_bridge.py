@@ -79,8 +79,8 @@ def test_demo_end_to_end_small(capsys, tmp_path):
     assert comp["probes"] == 1
     if comp["t1_steps"] is not None:           # the middle onset is Theory II's left edge, clipped to the runs
         from critwin.bridge.survival import predict
-        rows, _ = predict(["adamw"], [0.8], [1.6e-2], range(1), range(1))
-        assert comp["t1_steps"] == pytest.approx(rows[0]["predicted_left_edge"])
+        rows, _ = predict(["adamw"], [0.8], [1.6e-2], range(1), range(1), steps=600)    # the full probe
+        assert comp["t1_steps"] == pytest.approx(rows[0]["predicted_left_edge"])        # its edge is < 400
         assert min(int(np.ceil(comp["t1_steps"])), 150) in [r["onset"] for r in d["rows"][1:]]
     assert {r["vs_predicted"] for r in d["rows"][1:]} <= {"before", "inside", "after"}
     assert d["predicted"]["recipe"]["t1_steps"] == pytest.approx(231.05, abs=0.1)

@@ -91,3 +91,13 @@ def test_probe_curves():
     assert set(predict_left_edges(mean, (4e-3,))) == {4e-3}
     with pytest.raises(ConfigError, match="optimizer"):
         probe_config("rmsprop", 0.8, 0, 0)
+    with pytest.raises(ConfigError, match="steps"):
+        probe_config("adamw", 0.8, 0, 0, steps=5)
+
+
+def test_a_shorter_probe_is_the_same_run_cut_early():
+    from critwin.bridge.survival import held_curves, probe_config
+    short, full = (held_curves(probe_config("adamw", 0.8, 0, 0, steps=s), (1.6e-2,)) for s in (40, 60))
+    n = len(short["step"])
+    assert short["step"] == full["step"][:n]
+    assert short["attn_0.016"] == full["attn_0.016"][:n]
