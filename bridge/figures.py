@@ -115,8 +115,8 @@ def plot_onset_comparison(rows: list[dict], path, metric: str = "OOD accuracy") 
                     ax.axvline(lo, color=col, ls=":", label=f"{m} window [{lo:,.0f}, {t2:,.0f}] starts after the last onset")
         ax.set_xlabel("window onset (step)")
         ax.set_ylabel(f"final {metric}")
-        ax.set_title(f"gamma={r['gamma']:g}, width {r['width']:,.0f}, lambda {r['wd']:g}"
-                     + (f", decay reading {r['reading']}" if r.get("reading") else ""), fontsize=9)
+        ax.set_title(textwrap.fill(f"gamma={r['gamma']:g}, width {r['width']:,.0f}, lambda {r['wd']:g}"
+                                   + (f", decay reading {r['reading']}" if r.get("reading") else ""), 70), fontsize=9)
         ax.legend(fontsize=7)
     return _save(fig, path)
 
