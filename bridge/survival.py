@@ -38,19 +38,26 @@ def probe_config(optimizer: str, gamma: float, task_seed: int, seed: int, steps:
                              "checkpoints": list(range(every, steps, every))})
 
 
-def held_curves(cfg, lams) -> dict:
-    """Train one probe; at step 0 and each kept state: train accuracy, grown share and held share per lambda
-    (attention and MLP). Returns lists keyed 'step', 'train_acc', 'attn_grown', 'attn_<lam>', ..."""
+def states_along(cfg):
+    """Train `cfg` (its checkpoints kept in memory) and yield (step, model, data) at step 0 and at each
+    checkpoint, the model loaded with that step's weights and in eval mode."""
     run = train(cfg, progress=False)
     model, data = initial_model(cfg)
-    x, y = torch.as_tensor(data.splits["train"].inputs), torch.as_tensor(data.splits["train"].targets)
-    out: dict[str, list] = {"step": [], "train_acc": []}
     states = {0: None, **run.checkpoints}
     for step in sorted(states):
         if states[step] is not None:
             blob = torch.load(io.BytesIO(states[step]), map_location="cpu", weights_only=False)
             model.load_state_dict(blob["model"])
         model.eval()
+        yield step, model, data
+
+
+def held_curves(cfg, lams) -> dict:
+    """Train one probe; at step 0 and each kept state: train accuracy, grown share and held share per lambda
+    (attention and MLP). Returns lists keyed 'step', 'train_acc', 'attn_grown', 'attn_<lam>', ..."""
+    out: dict[str, list] = {"step": [], "train_acc": []}
+    for step, model, data in states_along(cfg):
+        x, y = torch.as_tensor(data.splits["train"].inputs), torch.as_tensor(data.splits["train"].targets)
         with torch.no_grad():
             acc = float((model(x).argmax(-1) == y).float().mean())
         shares = held_share(model, lambda m: batch_loss(m, x, y), lams)
@@ -97,4 +104,4 @@ def predict(optimizers, gammas, lams, task_seeds, seeds, progress=None, steps: i
     return rows, curves
 
 
-__all__ = ["PROBES", "held_curves", "mean_curves", "predict", "predict_left_edges", "probe_config"]
+__all__ = ["PROBES", "held_curves", "mean_curves", "predict", "predict_left_edges", "probe_config", "states_along"]

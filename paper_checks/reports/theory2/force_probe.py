@@ -20,18 +20,17 @@ W9 protocol; 1000 steps), a state every 10 (AdamW) or 20 (SGD) steps.
 
 Run: python3 paper_checks/reports/theory2/force_probe.py > paper_checks/reports/theory2/force_probe.json
 """
-import io
 import json
 import sys
 
 import numpy as np
 import torch
 from critwin.empirical.metrics.optim import parameter_group
-from critwin.empirical.sweep import config_from_flat
-from critwin.empirical.train import batch_loss, initial_model, train
+from critwin.bridge.survival import PROBES as OPTIMIZERS
+from critwin.bridge.survival import probe_config, states_along
+from critwin.empirical.train import batch_loss
 
 GAMMAS, TASK_SEEDS = (0.5, 0.8, 1.1), (0, 1, 2)
-OPTIMIZERS = {"adamw": ({"lr": 3e-3}, 600, 10), "sgd": ({"optimizer": "sgd", "lr": 0.1, "momentum": 0.9}, 1000, 20)}
 
 
 def accuracy(model, split) -> float:
@@ -66,21 +65,14 @@ def forces(model, split, init: dict | None = None) -> dict:
 
 
 def probe(opt: str, gamma: float, task_seed: int) -> dict:
-    extra, steps, every = OPTIMIZERS[opt]
-    cfg = config_from_flat({"task": "anchor_permutation", "gamma": gamma, "task_seed": task_seed, "seed": 0,
-                            "steps": steps, "eval_every": steps, **extra,
-                            "checkpoints": list(range(every, steps, every))})
-    run = train(cfg, progress=False)
-    model, data = initial_model(cfg)
-    split, ood = data.splits["train"], data.splits["ood"]
+    cfg = probe_config(opt, gamma, task_seed, 0)
     rows = {k: [] for k in ("step", "kappa_attn", "kappa_mlp", "radial_attn", "radial_mlp", "learned_attn",
                             "learned_mlp", "train_acc", "ood_acc")}
-    init = {k: v.detach().clone() for k, v in model.named_parameters()}
-    states = {0: None, **run.checkpoints}
-    for step in sorted(states):
-        if states[step] is not None:
-            model.load_state_dict(torch.load(io.BytesIO(states[step]), map_location="cpu", weights_only=False)["model"])
-        model.eval()       # no dropout in these models; eval only fixes it
+    init = None
+    for step, model, data in states_along(cfg):
+        split, ood = data.splits["train"], data.splits["ood"]
+        if init is None:                       # step 0: the initial weights
+            init = {k: v.detach().clone() for k, v in model.named_parameters()}
         f = forces(model, split, init if step > 0 else None)
         rows["step"].append(step)
         rows["kappa_attn"].append(f["attn"])
