@@ -88,11 +88,12 @@ def score(reg: dict, measured_dir) -> pd.DataFrame:
         cid = cell_id(cell)
         path = measured_dir / f"{cid}.json"
         measured = json.loads(path.read_text()) if path.is_file() else None
-        text, hit = verdict(cell.get("predicted", NOT_PREDICTED), measured)
+        predicted = cell.get("predicted", NOT_PREDICTED)
+        text, hit = verdict(predicted, measured)
         if cell.get("build"):
             text, hit = "build (not scored)", None
         rows.append({"cell": cid, **{k: cell[k] for k in CELL_KEYS},
-                     "predicted": "no window" if cell.get("predicted", NOT_PREDICTED) is None else cell.get("predicted", NOT_PREDICTED),
+                     "predicted": "no window" if predicted is None else predicted,
                      "measured": None if measured is None else (measured.get("edge") or "no crossing"),
                      "interval": None if measured is None else measured.get("edge_ci"),
                      "runs": None if measured is None else measured.get("runs"),

@@ -52,17 +52,22 @@ def states_along(cfg):
         yield step, model, data
 
 
+def accuracy(model, split) -> float:
+    """Exact-match accuracy of the last-position prediction on a whole split."""
+    with torch.no_grad():
+        return float((model(torch.as_tensor(split.inputs)).argmax(-1) == torch.as_tensor(split.targets)).float().mean())
+
+
 def held_curves(cfg, lams) -> dict:
     """Train one probe; at step 0 and each kept state: train accuracy, grown share and held share per lambda
     (attention and MLP). Returns lists keyed 'step', 'train_acc', 'attn_grown', 'attn_<lam>', ..."""
     out: dict[str, list] = {"step": [], "train_acc": []}
     for step, model, data in states_along(cfg):
-        x, y = torch.as_tensor(data.splits["train"].inputs), torch.as_tensor(data.splits["train"].targets)
-        with torch.no_grad():
-            acc = float((model(x).argmax(-1) == y).float().mean())
+        split = data.splits["train"]
+        x, y = torch.as_tensor(split.inputs), torch.as_tensor(split.targets)
         shares = held_share(model, lambda m: batch_loss(m, x, y), lams)
         out["step"].append(step)
-        out["train_acc"].append(acc)
+        out["train_acc"].append(accuracy(model, split))
         for grp, row in shares.items():
             out.setdefault(f"{grp}_grown", []).append(row["grown"])
             for lam in lams:
@@ -104,4 +109,4 @@ def predict(optimizers, gammas, lams, task_seeds, seeds, progress=None, steps: i
     return rows, curves
 
 
-__all__ = ["PROBES", "held_curves", "mean_curves", "predict", "predict_left_edges", "probe_config", "states_along"]
+__all__ = ["PROBES", "accuracy", "held_curves", "mean_curves", "predict", "predict_left_edges", "probe_config", "states_along"]

@@ -27,15 +27,10 @@ import numpy as np
 import torch
 from critwin.empirical.metrics.optim import parameter_group
 from critwin.bridge.survival import PROBES as OPTIMIZERS
-from critwin.bridge.survival import probe_config, states_along
+from critwin.bridge.survival import accuracy, probe_config, states_along
 from critwin.empirical.train import batch_loss
 
 GAMMAS, TASK_SEEDS = (0.5, 0.8, 1.1), (0, 1, 2)
-
-
-def accuracy(model, split) -> float:
-    with torch.no_grad():
-        return float((model(torch.as_tensor(split.inputs)).argmax(-1) == torch.as_tensor(split.targets)).float().mean())
 
 
 def forces(model, split, init: dict | None = None) -> dict:
