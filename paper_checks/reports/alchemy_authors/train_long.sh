@@ -7,20 +7,26 @@
 # Its run is S1's at --size authors (and S6's baseline), so the checks read it:
 #   critwin check S1 --size authors --seeds 1 --store "$STORE" --no-train
 # SIZE=authors_tiny trains the authors' smallest encoder under the same recipe (carried in carry_tiny/).
-# Usage: STORE=runs/alchemy_authors [SIZE=authors_tiny] bash train_long.sh [SEED]
+# PRECISION=bf16 trains the forward and backward passes under bf16 autocast (a run of its own, carried in
+# carry_bf16/ for seed 0); unset, the command is the fp32 one, so the long run keeps its id.
+# Usage: STORE=runs/alchemy_authors [SIZE=authors_tiny] [PRECISION=bf16] bash train_long.sh [SEED]
 set -euo pipefail
 STORE="${STORE:-runs/alchemy_authors}"
 SEED="${1:-0}"
 SIZE="${SIZE:-authors}"
+PRECISION="${PRECISION:-}"
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 HERE="$(cd "$(dirname "$0")" && pwd)"
-if [ "$SEED" = 0 ] && [ "$SIZE" = authors ] && [ -f "$HERE/carry/manifest.json" ]; then
-  python3 "$HERE/carry.py" restore "$STORE/store" || true
-fi
-if [ "$SEED" = 0 ] && [ "$SIZE" = authors_tiny ] && [ -f "$HERE/carry_tiny/manifest.json" ]; then
-  python3 "$HERE/carry.py" restore "$STORE/store" --dir "$HERE/carry_tiny" \
-    --run-id "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run_id'])" "$HERE/carry_tiny/manifest.json")" || true
+case "$SIZE${PRECISION:+-$PRECISION}" in
+  authors) CARRY="$HERE/carry" ;;
+  authors_tiny) CARRY="$HERE/carry_tiny" ;;
+  authors-bf16) CARRY="$HERE/carry_bf16" ;;
+  *) CARRY="" ;;
+esac
+if [ "$SEED" = 0 ] && [ -n "$CARRY" ] && [ -f "$CARRY/manifest.json" ]; then
+  python3 "$HERE/carry.py" restore "$STORE/store" --dir "$CARRY" \
+    --run-id "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run_id'])" "$CARRY/manifest.json")" || true
 fi
 exec critwin train alchemy --task withheld --size "$SIZE" --epochs 150 --seed "$SEED" \
   --checkpoints 3430 6860 10290 13720 17150 20580 24010 27440 30870 34300 37730 41160 44590 48020 \
-  --store "$STORE/store" --threads 1
+  --store "$STORE/store" --threads 1 ${PRECISION:+--precision "$PRECISION"}
