@@ -11,6 +11,8 @@ steps a pack of members stacked along a leading axis. One member for a run, E fo
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -94,7 +96,8 @@ def drive(stepper, members: list[Member], start: dict | None = None, resume: Pat
     """Train `members` with `stepper` from step 0, from `start` (a branch's checkpoint), or from
     the resume state at `resume` when one of these very configs is there; write that state at
     the first evaluation `save_every` seconds after the last write. on_steps(n) hears, at every
-    evaluation, the member-steps done since the last."""
+    evaluation, the member-steps done since the last. SIGINT or SIGTERM ends it after the step in
+    progress, with that state written (`Stopped`), so a stop costs no training."""
     cfg0 = members[0].cfg
     steps = cfg0.steps
     saved = read_resume_state(resume, stepper.identity)
@@ -110,31 +113,73 @@ def drive(stepper, members: list[Member], start: dict | None = None, resume: Pat
     saver = ResumeWriter(resume, save_every)
     bar = tqdm(total=steps, initial=first, desc=stepper.label, unit="step", disable=not progress, leave=False,
                mininterval=0.5)
-    for step in range(first, steps):
-        finite = stepper.forward([m.order.next() for m in members])
-        for m, ok in zip(members, finite):
-            if m.alive and not ok:
-                m.alive, m.status, m.error = False, "diverged", f"non-finite training loss at step {step}"
-        if not any(m.alive for m in members):
-            break
-        evaluate = (step + 1) % cfg0.eval_every == 0 or step + 1 == steps
-        stepper.update(step, [m.cfg.lr_at(step) for m in members], [float(m.lam[step]) for m in members], evaluate)
-        if evaluate:
-            stepper.evaluate(step + 1)
-            if on_steps is not None:
-                on_steps((step + 1 - done) * sum(m.alive for m in members))
-                done = step + 1
-            if len(members) == 1:
-                last = members[0].last
-                bar.set_postfix({k: f"{last[k]:.3f}" for k in last if k.endswith(POSTFIX)
-                                 and not k.startswith("test_ablate")}, refresh=False)
-        if step + 1 in cfg0.checkpoints:            # a pack holds none (engine.pack_key)
-            checkpoints[step + 1] = stepper.state(step + 1)
-        if evaluate and saver.due(step + 1, steps):
-            saver.write(stepper.state(step + 1, wall_before + time.perf_counter() - t0, checkpoints))
-        bar.update(1)
+    with StopOnSignal() as stop:
+        for step in range(first, steps):
+            finite = stepper.forward([m.order.next() for m in members])
+            for m, ok in zip(members, finite):
+                if m.alive and not ok:
+                    m.alive, m.status, m.error = False, "diverged", f"non-finite training loss at step {step}"
+            if not any(m.alive for m in members):
+                break
+            evaluate = (step + 1) % cfg0.eval_every == 0 or step + 1 == steps
+            stepper.update(step, [m.cfg.lr_at(step) for m in members], [float(m.lam[step]) for m in members], evaluate)
+            if evaluate:
+                stepper.evaluate(step + 1)
+                if on_steps is not None:
+                    on_steps((step + 1 - done) * sum(m.alive for m in members))
+                    done = step + 1
+                if len(members) == 1:
+                    last = members[0].last
+                    bar.set_postfix({k: f"{last[k]:.3f}" for k in last if k.endswith(POSTFIX)
+                                     and not k.startswith("test_ablate")}, refresh=False)
+            if step + 1 in cfg0.checkpoints:            # a pack holds none (engine.pack_key)
+                checkpoints[step + 1] = stepper.state(step + 1)
+            if evaluate and saver.due(step + 1, steps):
+                saver.write(stepper.state(step + 1, wall_before + time.perf_counter() - t0, checkpoints))
+            bar.update(1)
+            if stop.signum is not None and step + 1 < steps:      # the last step finishes and is stored instead
+                if saver.path is not None:
+                    saver.write(stepper.state(step + 1, wall_before + time.perf_counter() - t0, checkpoints))
+                bar.close()
+                raise Stopped(stop.signum)
     bar.close()
     return Outcome(first, saved is not None, wall_before + time.perf_counter() - t0, checkpoints)
+
+
+class Stopped(KeyboardInterrupt):
+    """Training stopped by SIGINT or SIGTERM after its resume state was written; `signum` says which
+    (a KeyboardInterrupt, so whatever handles Ctrl-C handles it)."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"stopped by signal {signum}")
+        self.signum = signum
+
+
+class StopOnSignal:
+    """Ctrl-C (SIGINT) or SIGTERM while a loop runs: the loop finishes its step, writes the resume
+    state and raises `Stopped`, so a stop loses no training; a second signal stops at once.
+    Installed only in the main thread and only over a signal's default handler (a pool worker
+    that ignores SIGINT goes on ignoring it); the handlers before are put back on exit."""
+
+    def __init__(self):
+        self.signum, self.old = None, {}
+
+    def _handle(self, signum, frame):
+        if self.signum is not None:
+            raise Stopped(signum)
+        self.signum = signum
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL)):
+                if signal.getsignal(sig) is default:
+                    self.old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self.old.items():
+            signal.signal(sig, handler)
+        return False
 
 
 class ResumeWriter:

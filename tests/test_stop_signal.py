@@ -1,0 +1,100 @@
+"""A stop by signal (Ctrl-C's SIGINT, or the SIGTERM a scheduler or `kill` sends) ends training after
+the step in progress with its resume state written, so the continued run equals the uninterrupted one
+and no training is lost; checked in-process at a step between evaluations, and on a real process."""
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pandas as pd
+import pytest
+import torch
+
+from critwin.empirical import loop
+from critwin.empirical.loop import Stopped
+from critwin.empirical.sweep import config_from_flat
+from critwin.empirical.train import train
+
+CFG = {"d": 16, "steps": 60, "batch_size": 32, "eval_every": 25, "dropout": 0.1, "checkpoints": [10]}
+
+
+def _signal_at_batch(monkeypatch, n: int, sig: int):
+    """Send `sig` to this process while the n-th batch is drawn (in the middle of a step)."""
+    drawn = [0]
+    real = loop.BatchOrder.next
+
+    def next_batch(self):
+        drawn[0] += 1
+        if drawn[0] == n:
+            os.kill(os.getpid(), sig)
+        return real(self)
+    monkeypatch.setattr(loop.BatchOrder, "next", next_batch)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_between_evaluations_writes_that_step_and_the_run_continues_exactly(tmp_path, monkeypatch, sig):
+    cfg = config_from_flat(CFG)
+    whole = train(cfg, progress=False)
+    resume = tmp_path / f".resume-{cfg.run_id()}.pt"
+    before = signal.getsignal(sig)
+    _signal_at_batch(monkeypatch, 38, sig)            # during step 37 (0-based): between evaluations 25 and 50
+    with pytest.raises(Stopped) as stop:
+        train(cfg, progress=False, resume=resume, save_every=1e9)     # no periodic write: only the stop's
+    assert stop.value.signum == sig and isinstance(stop.value, KeyboardInterrupt)
+    assert signal.getsignal(sig) == before                             # the handler is put back
+    assert torch.load(resume, weights_only=False)["step"] == 38       # nothing trained is lost
+    monkeypatch.undo()
+    resumed = train(cfg, progress=False, resume=resume)
+    assert resumed.summary["resumed_from_step"] == 38
+    pd.testing.assert_frame_equal(resumed.metrics, whole.metrics)
+    a, b = (torch.load(__import__("io").BytesIO(r.checkpoints[10]), weights_only=False) for r in (whole, resumed))
+    assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+
+
+def test_a_second_signal_stops_at_once(tmp_path, monkeypatch):
+    cfg = config_from_flat(CFG)
+    drawn = [0]
+    real = loop.BatchOrder.next
+
+    def twice(self):
+        drawn[0] += 1
+        if drawn[0] == 5:
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(self)
+    monkeypatch.setattr(loop.BatchOrder, "next", twice)
+    resume = tmp_path / "r.pt"
+    with pytest.raises(Stopped):
+        train(cfg, progress=False, resume=resume, save_every=1e9)
+    assert not resume.exists()          # stopped inside the step: no state of a half-done step is written
+
+
+def test_sigterm_to_critwin_train_keeps_the_steps_trained(tmp_path):
+    store = tmp_path / "s"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CRITWIN_RESUME_SECONDS": "1e9"}
+    cmd = [sys.executable, "-m", "critwin.cli", "train", "anchor", "--d", "16", "--steps", "100000",
+           "--eval-every", "100000", "--store", str(store)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen, err = [0], bytearray()
+
+    def read():
+        for chunk in iter(lambda: proc.stderr.read1(4096), b""):
+            err.extend(chunk)
+            got = re.findall(rb"(\d+)/100000", bytes(err[-400:]))
+            if got:
+                seen[0] = int(got[-1])
+    threading.Thread(target=read, daemon=True).start()
+    deadline = time.time() + 240
+    while seen[0] < 30 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert seen[0] >= 30, bytes(err).decode(errors="replace")[-2000:]
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 128 + signal.SIGTERM
+    time.sleep(0.2)
+    text = bytes(err).decode(errors="replace")
+    assert "Traceback" not in text and "critwin: interrupted" in text
+    [state] = list(store.glob(".resume-*.pt"))
+    assert torch.load(state, weights_only=False)["step"] >= seen[0]
