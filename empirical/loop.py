@@ -134,12 +134,11 @@ def drive(stepper, members: list[Member], start: dict | None = None, resume: Pat
                                      and not k.startswith("test_ablate")}, refresh=False)
             if step + 1 in cfg0.checkpoints:            # a pack holds none (engine.pack_key)
                 checkpoints[step + 1] = stepper.state(step + 1)
-            if evaluate and saver.due(step + 1, steps):
+            stopping = stop.signum is not None and step + 1 < steps    # the last step finishes and is stored
+            if (evaluate and saver.due(step + 1, steps)) or (stopping and saver.path is not None):
                 saver.write(stepper.state(step + 1, wall_before + time.perf_counter() - t0, checkpoints))
             bar.update(1)
-            if stop.signum is not None and step + 1 < steps:      # the last step finishes and is stored instead
-                if saver.path is not None:
-                    saver.write(stepper.state(step + 1, wall_before + time.perf_counter() - t0, checkpoints))
+            if stopping:
                 bar.close()
                 raise Stopped(stop.signum)
     bar.close()

@@ -1,6 +1,7 @@
 """A stop by signal (Ctrl-C's SIGINT, or the SIGTERM a scheduler or `kill` sends) ends training after
 the step in progress with its resume state written, so the continued run equals the uninterrupted one
 and no training is lost; checked in-process at a step between evaluations, and on a real process."""
+import io
 import os
 import re
 import signal
@@ -50,7 +51,7 @@ def test_a_signal_between_evaluations_writes_that_step_and_the_run_continues_exa
     resumed = train(cfg, progress=False, resume=resume)
     assert resumed.summary["resumed_from_step"] == 38
     pd.testing.assert_frame_equal(resumed.metrics, whole.metrics)
-    a, b = (torch.load(__import__("io").BytesIO(r.checkpoints[10]), weights_only=False) for r in (whole, resumed))
+    a, b = (torch.load(io.BytesIO(r.checkpoints[10]), weights_only=False) for r in (whole, resumed))
     assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
 
 

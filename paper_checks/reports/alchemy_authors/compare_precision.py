@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import torch
+from critwin.empirical import RunStore
 
 STEPS_PER_EPOCH = 343
 ESCAPE_LOSS = 3.30
@@ -23,9 +24,8 @@ ESCAPE_EPOCHS = 3
 def curve(path: str) -> pd.DataFrame:
     """Epoch -> held-out event A and training loss, from a resume state or a stored run."""
     p = Path(path)
-    if p.is_dir():
-        m = pd.read_parquet(p / "metrics.parquet") if (p / "metrics.parquet").is_file() \
-            else pd.read_csv(p / "metrics.csv")
+    if p.is_dir():                          # a stored run: the store reads it
+        m = RunStore(p.parent).load(p.name).metrics
         rows = m[["step", "split", "metric", "value"]].itertuples(index=False)
     else:
         rows = torch.load(p, map_location="cpu", weights_only=False)["rows"]
