@@ -340,6 +340,25 @@ class RunStore:
                 out.append(row)
         return out
 
+    def partial(self, run_id: str) -> tuple[pd.DataFrame, int, int] | None:
+        """(metrics so far, step, of steps) of a run still training or killed midway, read from its
+        resume state (its own, or its pack's); None when it has none or the state cannot be read."""
+        import torch
+        candidates = [(self.resume_path(run_id), None)]
+        candidates += [(p, members.index(run_id)) for p, members, _ in self.pack_resumes()
+                       if members and run_id in members]
+        for path, e in candidates:
+            if not path.is_file():
+                continue
+            try:
+                state = torch.load(path, map_location="cpu", weights_only=False)
+                rows, steps = ((state["rows"], state["config"]["steps"]) if e is None else
+                               (state["members"][e]["rows"], state["configs"][e]["steps"]))
+            except Exception:  # noqa: BLE001 - a damaged state reads as no state (in_progress reports it)
+                continue
+            return pd.DataFrame(rows, columns=["step", "split", "metric", "value"]), int(state["step"]), int(steps)
+        return None
+
     def checkpoint_steps(self, run_id: str) -> list[int]:
         """The steps after which `run_id` stored a checkpoint (without reading them)."""
         folder = self.path(run_id) / CHECKPOINTS

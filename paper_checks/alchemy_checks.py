@@ -39,6 +39,26 @@ def split_curves(store: RunStore, cfg, split: str = "test"):
     return m[m.split == split].pivot_table(index="step", columns="metric", values="value").sort_index()
 
 
+class InProgressView:
+    """A store as the stage checks read it, in which a run still training (or killed midway) reads as its curves
+    so far, from its resume state; `read` records each such run's (step, of steps) for the verdict's label."""
+
+    def __init__(self, store: RunStore):
+        self.store, self.read = store, {}
+
+    def complete(self, run_id: str):
+        from critwin.empirical.store import Run
+        run = self.store.complete(run_id)
+        if run is not None:
+            return run
+        partial = self.store.partial(run_id)
+        if partial is None:
+            return None
+        metrics, step, steps = partial
+        self.read[run_id] = (step, steps)
+        return Run(config={}, metrics=metrics, summary={"status": "in progress"}, environment={})
+
+
 def _row(value: str, vals, paper, tolerance=None, unit: str = "") -> dict:
     r = {"value": value, "paper": paper, **mean_sd(vals), "per_seed": [float(v) for v in vals]}
     if tolerance is not None:
@@ -119,18 +139,23 @@ class StageCheck:
 
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True, train: bool = True,
             wd_scale: float = 1.0, seeds: int | None = None, device: str = "cpu", input_format: str | None = None,
-            **ignored) -> dict:
+            in_progress: bool = False, **ignored) -> dict:
         """Train what is missing (unless train=False), measure, decide. Decay readings do not
         apply (no decay in these protocols); wd_scale must stay 1. input_format stone_states: the
-        stone-token variation, labelled so."""
+        stone-token variation, labelled so. in_progress: runs still training are read as far as
+        their resume states go (a stage not reached yet counts as never), labelled with their step."""
         _no_decay_scaling(wd_scale)
         cfgs = on_device(self.configs(size, seeds, input_format), device)
         if train:
             run_sweep(list(cfgs.values()), store, executor, progress=progress)
-        rows = self.measure(store, cfgs, size)
+        view = InProgressView(store) if in_progress else store
+        rows = self.measure(view, cfgs, size)
         v = verdict(rows, self.tolerance)
         have = sum(store.status(c.run_id()) == "complete" for c in cfgs.values())
-        if have < len(cfgs):
+        partial = getattr(view, "read", {})
+        if partial:
+            v = f"{v} (in progress: " + ", ".join(f"{rid} at step {a} of {b}" for rid, (a, b) in partial.items()) + ")"
+        if have + len(partial) < len(cfgs):
             v = f"{v} (incomplete: {have} of {len(cfgs)} runs in the store)"
         n_seeds = _seed_count(size, seeds, self.seeds)
         v = _size_note(v, size, n_seeds, self.seeds)
@@ -139,7 +164,9 @@ class StageCheck:
         return {"id": self.id, "claim": self.claim, "size": size, "metric": "stage times (steps)", "seeds": n_seeds,
                 "protocol_seeds": self.seeds, "tolerance": self.tolerance, "rows": rows, "verdict": v,
                 "notes": self.notes, "run_ids": [c.run_id() for c in cfgs.values()],
-                **({"input_format": input_format} if input_format else {})}
+                **({"input_format": input_format} if input_format else {}),
+                **({"in_progress": {rid: {"step": a, "steps": b} for rid, (a, b) in partial.items()}}
+                   if partial else {})}
 
 
 def _per_condition(store, cfgs):

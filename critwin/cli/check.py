@@ -52,6 +52,10 @@ def cmd_check(args):
         if any(not hasattr(CHECKS[i], "configs") or not i.startswith("S") for i in ids):
             raise ConfigError("input_format", args.input_format, "only with the Alchemy checks (S1-S6)")
         extra["input_format"] = args.input_format
+    if args.in_progress:
+        if args.train or any(not hasattr(CHECKS[i], "conditions") for i in ids):
+            raise ConfigError("in_progress", True, "with --no-train and the stage checks (S1-S5) only")
+        extra["in_progress"] = True
     with executor_from(args) as ex:
         if args.train and len(ids) > 1:      # one sweep for all: packs and workers shared between checks
             train_checks([CHECKS[i] for i in ids], args.size, store, ex, not args.no_progress, **variation_args(args))
@@ -117,6 +121,9 @@ def register(parser):
                              " the authors' code supports; labelled 'variation: stone tokens')")
     parser.add_argument("--no-train", dest="train", action="store_false",
                         help="only read the store: missing runs are left out (n counts what is there)")
+    parser.add_argument("--in-progress", action="store_true",
+                        help="with --no-train, S1-S5: read runs still training (or killed midway) as far as their"
+                             " resume states go; the verdict names each such run's step")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=cmd_check)

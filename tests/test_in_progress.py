@@ -1,0 +1,70 @@
+"""A run still training is readable as its curves so far (RunStore.partial), and the stage checks can judge
+it (`critwin check S1 --no-train --in-progress`), labelled with its step: checked against the uninterrupted
+run's own metrics cut at the stop, and on hand-made curves whose stage times are known."""
+import os
+import signal
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from critwin.cli.main import main
+from critwin.empirical import RunStore, loop
+from critwin.empirical.loop import Stopped
+from critwin.empirical.sweep import config_from_flat
+from critwin.empirical.train import train
+from critwin.paper_checks import CHECKS
+from tests.test_alchemy_checks import STEPS, save, withheld_curves
+
+
+def test_partial_reads_a_stopped_runs_metrics_as_far_as_it_got(tmp_path, monkeypatch):
+    cfg = config_from_flat({"d": 16, "steps": 60, "batch_size": 32, "eval_every": 25})
+    whole = train(cfg, progress=False)
+    store = RunStore(tmp_path)
+    drawn = [0]
+    real = loop.BatchOrder.next
+
+    def next_batch(self):
+        drawn[0] += 1
+        if drawn[0] == 38:                      # a stop during step 37: evaluations 0 and 25 are logged
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(self)
+    monkeypatch.setattr(loop.BatchOrder, "next", next_batch)
+    with pytest.raises(Stopped):
+        train(cfg, progress=False, resume=store.resume_path(cfg.run_id()), save_every=1e9)
+    metrics, step, steps = store.partial(cfg.run_id())
+    assert (step, steps) == (38, 60)
+    cut = whole.metrics[whole.metrics.step <= 25].reset_index(drop=True)
+    key = ["step", "split", "metric"]
+    pd.testing.assert_frame_equal(metrics.sort_values(key).reset_index(drop=True),
+                                  cut.sort_values(key).reset_index(drop=True), check_dtype=False)
+    assert store.partial("0" * 16) is None and store.complete(cfg.run_id()) is None
+
+
+def test_s1_in_progress_judges_the_curves_so_far_and_names_the_step(tmp_path):
+    store = RunStore(tmp_path)
+    cfgs = list(CHECKS["S1"].configs("cpu").values())
+    for cfg in cfgs[:2]:
+        save(store, cfg, withheld_curves(300, 600, 1500))
+    running = cfgs[2]                                   # at step 1000: A (300) and C|AB (600) done, B|A not yet
+    curves = withheld_curves(300, 600, 1500)
+    rows = [(int(s), "test", m, float(v)) for m, c in curves.items() for s, v in zip(STEPS, c) if s <= 1000]
+    torch.save({"step": 1000, "config": running.resolved(), "rows": rows}, store.resume_path(running.run_id()))
+
+    res = CHECKS["S1"].run("cpu", store, train=False, in_progress=True)
+    got = {r["value"]: r for r in res["rows"]}
+    assert got["A reaches 0.95 (fraction of seeds)"]["n"] == 3
+    assert got["order: A and C|AB before B|A (fraction of seeds)"]["per_seed"] == [1.0, 1.0, 0.0]
+    assert f"in progress: {running.run_id()} at step 1000 of {running.steps}" in res["verdict"]
+    assert res["in_progress"] == {running.run_id(): {"step": 1000, "steps": running.steps}}
+
+    plain = CHECKS["S1"].run("cpu", store, train=False)
+    assert "incomplete: 2 of 3" in plain["verdict"] and "in progress" not in plain["verdict"]
+    assert np.isnan(plain["rows"][0]["per_seed"]).sum() == 0 and len(plain["rows"][0]["per_seed"]) == 2
+
+
+def test_in_progress_needs_no_train_and_a_stage_check(tmp_path, capsys):
+    assert main(["check", "S1", "--size", "cpu", "--in-progress", "--store", str(tmp_path)]) == 2
+    assert "in_progress" in capsys.readouterr().err
+    assert main(["check", "S6", "--size", "cpu", "--no-train", "--in-progress", "--store", str(tmp_path)]) == 2
