@@ -258,5 +258,38 @@ def survival_edge(steps, held, level: float = HELD_LEVEL):
     return None
 
 
-__all__ = ["HELD_LEVEL", "OPTIMIZERS", "CompositionModel", "calibrate_s_m", "sign_step_growth", "survival_edge", "calibrate_s_r", "derive", "edges",
+
+
+def late_window_edge(since_onset, outcome, total: int, lo: float, hi: float, threshold: float):
+    """The composition model's right edge on its memorised plateau: the onset in [lo, hi] at which the final
+    outcome of a window crosses `threshold`, read off one penalised probe (`outcome` at `since_onset` steps after
+    the probe's own onset, the window's width the cell's). None when the predicted outcome stays on one side.
+
+    Why: once memorisation has converged the no-decay flow all but stops (eps ~ 0 holds every force near 0), so a
+    window opened anywhere on that plateau starts from the same state, and what it leads to depends on the time
+    since its onset only. A window at onset o ends training T - o steps after its onset: its outcome is the
+    probe's at that lag. The first adjacent pair of onsets (on the probe's grid) on opposite sides, linear
+    between them, is the edge a bisection from lo would find."""
+    s, y = np.asarray(since_onset, float), np.asarray(outcome, float)
+    if s.shape != y.shape or s.ndim != 1 or len(s) < 2 or np.any(np.diff(s) <= 0):
+        raise ConfigError("since_onset", s.shape, "increasing lags, one outcome each")
+    if not (lo < hi and total - hi >= s[0] and total - lo <= s[-1]):
+        raise ConfigError("lo, hi", (lo, hi), f"onsets whose lag to the end ({total} - onset) the probe covers"
+                                              f" ({s[0]:g}-{s[-1]:g} steps after its onset)")
+    onsets = np.sort(total - s[(total - s >= lo) & (total - s <= hi)])
+    if onsets[0] > lo:
+        onsets = np.r_[lo, onsets]
+    if onsets[-1] < hi:
+        onsets = np.r_[onsets, hi]
+    pred = np.interp(total - onsets, s, y)
+    side = pred >= threshold
+    cross = np.nonzero(side[1:] != side[:-1])[0]
+    if not len(cross):
+        return None
+    i = int(cross[0])
+    o0, o1, p0, p1 = onsets[i], onsets[i + 1], pred[i], pred[i + 1]
+    return float(o0 + (threshold - p0) / (p1 - p0) * (o1 - o0))
+
+
+__all__ = ["HELD_LEVEL", "OPTIMIZERS", "CompositionModel", "calibrate_s_m", "sign_step_growth", "survival_edge", "late_window_edge", "calibrate_s_r", "derive", "edges",
            "memorisation_half_time", "reasoning_fraction", "simulate", "window_lambda"]
