@@ -21,6 +21,7 @@ from pathlib import Path
 
 from critwin.bridge.late_window import PROBE_ONSET, predict
 from critwin.empirical import RunStore
+from critwin.empirical.sweep.executors import LocalExecutor
 from critwin.empirical.sweep.spec import SweepSpec
 
 HERE = Path(__file__).resolve().parent
@@ -52,7 +53,7 @@ def main() -> None:
     for cell in (c for c in reg["cells"] if c["kind"] == "right"):
         a = edge_args(cell["measure"])
         base = {**SweepSpec().with_sets(a.set).base, "wd": a.wd, "wd_width": a.width}
-        out = predict(base, TOTAL, a.lo, a.hi, a.threshold, store, progress=True)
+        out = predict(base, TOTAL, a.lo, a.hi, a.threshold, store, LocalExecutor(workers=1), progress=True)
         row = {k: cell[k] for k in ("kind", "optimizer", "gamma", "lambda", "width")}
         row.update(predicted=out["predicted"], build=cell["build"], id=cell["id"], measure=cell["measure"],
                    predicted_outcome_by_onset=out["predicted_outcome_by_onset"])
