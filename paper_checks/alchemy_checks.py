@@ -59,6 +59,12 @@ class InProgressView:
         return Run(config={}, metrics=metrics, summary={"status": "in progress"}, environment={})
 
 
+def with_precision(cfgs: dict, precision: str) -> dict:
+    """The same configs trained at `precision` ('fp32': unchanged)."""
+    from dataclasses import replace
+    return cfgs if precision == "fp32" else {k: replace(c, precision=precision) for k, c in cfgs.items()}
+
+
 def _row(value: str, vals, paper, tolerance=None, unit: str = "") -> dict:
     r = {"value": value, "paper": paper, **mean_sd(vals), "per_seed": [float(v) for v in vals]}
     if tolerance is not None:
@@ -139,13 +145,14 @@ class StageCheck:
 
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True, train: bool = True,
             wd_scale: float = 1.0, seeds: int | None = None, device: str = "cpu", input_format: str | None = None,
-            in_progress: bool = False, **ignored) -> dict:
+            in_progress: bool = False, precision: str = "fp32", **ignored) -> dict:
         """Train what is missing (unless train=False), measure, decide. Decay readings do not
         apply (no decay in these protocols); wd_scale must stay 1. input_format stone_states: the
         stone-token variation, labelled so. in_progress: runs still training are read as far as
-        their resume states go (a stage not reached yet counts as never), labelled with their step."""
+        their resume states go (a stage not reached yet counts as never), labelled with their step. precision
+        bf16: the runs under bf16 autocast (a speed option, labelled)."""
         _no_decay_scaling(wd_scale)
-        cfgs = on_device(self.configs(size, seeds, input_format), device)
+        cfgs = with_precision(on_device(self.configs(size, seeds, input_format), device), precision)
         if train:
             run_sweep(list(cfgs.values()), store, executor, progress=progress)
         view = InProgressView(store) if in_progress else store
@@ -161,6 +168,8 @@ class StageCheck:
         v = _size_note(v, size, n_seeds, self.seeds)
         if input_format in INPUT_LABELS:
             v = f"{v} ({INPUT_LABELS[input_format]})"
+        if precision != "fp32":
+            v = f"{v} ({precision} autocast)"
         return {"id": self.id, "claim": self.claim, "size": size, "metric": "stage times (steps)", "seeds": n_seeds,
                 "protocol_seeds": self.seeds, "tolerance": self.tolerance, "rows": rows, "verdict": v,
                 "notes": self.notes, "run_ids": [c.run_id() for c in cfgs.values()],
@@ -372,12 +381,14 @@ class PlasticityCheck:
 
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True, train: bool = True,
             wd_scale: float = 1.0, seeds: int | None = None, device: str = "cpu", points: int | None = None,
-            **ignored) -> dict:
+            precision: str = "fp32", **ignored) -> dict:
         from critwin.bridge.stage_detection import plasticity_configs, plasticity_window
         _no_decay_scaling(wd_scale)
         flat, grid, comps, seed_range, every = self.plan(size, seeds, points)
         if device != "cpu":
             flat = {**flat, "device": device}
+        if precision != "fp32":
+            flat = {**flat, "precision": precision}
         metric, method = self.stage(size)
         rows, windows, last, reached, finals = [], {}, {}, [], []
         for comp in comps:
@@ -410,6 +421,8 @@ class PlasticityCheck:
         if len(grid) != self.points:
             v = f"{v} ({len(grid)} of the protocol's {self.points} freeze points)"
         v = _size_note(v, size, len(seed_range), self.seeds)
+        if precision != "fp32":
+            v = f"{v} ({precision} autocast)"
         return {"id": self.id, "claim": self.claim, "size": size,
                 "metric": f"{metric} stage delay (steps; stage by {method})",
                 "seeds": len(seed_range), "protocol_seeds": self.seeds, "tolerance": self.tolerance,

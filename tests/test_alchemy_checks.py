@@ -223,3 +223,19 @@ def test_s6_freeze_points_trade_resolution_for_cost(tmp_path, capsys):
     for argv in (["W1", "--freeze-points", "3"], ["S6", "--size", "cpu", "--freeze-points", "0"]):
         assert main(["check", *argv, "--store", str(tmp_path), "--no-train", "--results", ""]) == 2
         assert "freeze_points" in capsys.readouterr().err
+
+
+def test_s1_at_bf16_reads_the_bf16_runs_and_says_so(tmp_path):
+    from dataclasses import replace
+    store = RunStore(tmp_path)
+    for cfg in CHECKS["S1"].configs("cpu").values():
+        save(store, replace(cfg, precision="bf16"), withheld_curves(300, 600, 1500))
+    res = CHECKS["S1"].run("cpu", store, train=False, precision="bf16")
+    assert res["verdict"].startswith("reproduced") and "bf16 autocast" in res["verdict"]
+    assert "incomplete" in CHECKS["S1"].run("cpu", store, train=False)["verdict"]     # the fp32 runs are other runs
+
+
+def test_precision_is_for_the_alchemy_checks_only(tmp_path, capsys):
+    from critwin.cli.main import main
+    assert main(["check", "W1", "--precision", "bf16", "--no-train", "--store", str(tmp_path)]) == 2
+    assert "precision" in capsys.readouterr().err

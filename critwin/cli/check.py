@@ -6,7 +6,7 @@ from critwin.bridge.table import format_table
 from critwin.cli.common import add_executor_args, executor_from
 from critwin.cli.train import add_reading_args
 from critwin.empirical import RunStore
-from critwin.empirical.config import DEVICES
+from critwin.empirical.config import DEVICES, PRECISIONS
 from critwin.empirical.tasks.alchemy import INPUT_FORMATS
 from critwin.errors import ConfigError
 from critwin.paper_checks import (
@@ -52,6 +52,10 @@ def cmd_check(args):
         if any(not hasattr(CHECKS[i], "configs") or not i.startswith("S") for i in ids):
             raise ConfigError("input_format", args.input_format, "only with the Alchemy checks (S1-S6)")
         extra["input_format"] = args.input_format
+    if args.precision != "fp32":
+        if any(not i.startswith("S") for i in ids):
+            raise ConfigError("precision", args.precision, "fp32, or bf16 with the Alchemy checks (S1-S6) only")
+        extra["precision"] = args.precision
     if args.in_progress:
         if args.train or any(not hasattr(CHECKS[i], "conditions") for i in ids):
             raise ConfigError("in_progress", True, "with --no-train and the stage checks (S1-S5) only")
@@ -121,6 +125,9 @@ def register(parser):
                              " the authors' code supports; labelled 'variation: stone tokens')")
     parser.add_argument("--no-train", dest="train", action="store_false",
                         help="only read the store: missing runs are left out (n counts what is there)")
+    parser.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                        help="Alchemy checks: bf16 trains (and reads) the runs under bf16 autocast, a speed option kept"
+                             " by a registered comparison with fp32 (paper_checks/reports/alchemy_authors); labelled")
     parser.add_argument("--in-progress", action="store_true",
                         help="with --no-train, S1-S5: read runs still training (or killed midway) as far as their"
                              " resume states go; the verdict names each such run's step")
