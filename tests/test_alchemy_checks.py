@@ -239,3 +239,14 @@ def test_precision_is_for_the_alchemy_checks_only(tmp_path, capsys):
     from critwin.cli.main import main
     assert main(["check", "W1", "--precision", "bf16", "--no-train", "--store", str(tmp_path)]) == 2
     assert "precision" in capsys.readouterr().err
+
+
+def test_s1_at_the_authors_size_reports_the_epochs_of_every_stage(tmp_path):
+    store = RunStore(tmp_path)
+    (cfg,) = CHECKS["S1"].configs("authors", seeds=1).values()
+    save(store, cfg, withheld_curves(343 * 2, 343 * 4, 343 * 6))     # steps on this grid: 700, 1400, 2100 follow
+    rows = {r["value"].split(" (")[0]: r for r in CHECKS["S1"].run("authors", store, train=False, seeds=1)["rows"]}
+    per = [STEPS[STEPS >= 343 * k][0] / 343 for k in (2, 4, 6)]        # the first logged step at or after each rise
+    assert rows["epoch at which A completes"]["measured"] == pytest.approx(per[0])
+    assert rows["epoch at which P(C|A,B) completes"]["measured"] == pytest.approx(per[1])
+    assert rows["epoch at which P(B|A) completes"]["measured"] == pytest.approx(per[2])
