@@ -52,7 +52,7 @@ def run_recipe(config: dict, delta: float = 0.5, sigma_def: str = "gram") -> dic
                                              np.asarray(data.info["train_pairs"]), s.gamma, s.eta, delta, sigma_def)
 
 
-OBSERVED_METHODS = ("recipe_run", "memorization", "survival")   # need runs, not only the setting
+OBSERVED_METHODS = ("recipe_run", "memorization", "survival", "plateau")   # need runs, not only the setting
 
 
 def survival_window(curves: dict, reading: str, optimizer: str, gamma: float, lam: float) -> dict:
@@ -72,6 +72,25 @@ def survival_window(curves: dict, reading: str, optimizer: str, gamma: float, la
     return {"t1_steps": float("nan") if edge is None else edge, "t2_steps": float("nan")}
 
 
+def plateau_window(probes: dict, reading: str, optimizer: str, gamma: float, lam: float, width: float, total: int,
+                   onsets, threshold: float) -> dict:
+    """The composition model's right edge on its memorised plateau (bridge.late_window), from the probe lag curves
+    keyed by cell id (late_probes.json of register_right.py), over the sweep's onsets after the probe's; no left edge.
+    nan where no probe matches the sweep, the probe does not cover its onsets, or the reading is not an L2 one."""
+    from critwin.bridge.registration import cell_id
+    from critwin.theory.composition import late_window_edge
+    nan = {"t1_steps": float("nan"), "t2_steps": float("nan")}
+    probe = probes.get(cell_id({"kind": "right", "optimizer": optimizer, "gamma": gamma, "lambda": lam, "width": width}))
+    if probe is None or not reading.startswith("l2"):
+        return nan
+    late = sorted(float(o) for o in onsets if o > probe["probe_onset"] and total - o >= probe["lag"][0])
+    late = [o for o in late if total - o <= probe["lag"][-1]]
+    if len(late) < 2:
+        return nan
+    edge = late_window_edge(probe["lag"], probe["mean"], total, late[0], late[-1], threshold)
+    return {"t1_steps": float("nan"), "t2_steps": float("nan") if edge is None else edge}
+
+
 def memorization_edge(memo: pd.DataFrame, reading: str, gamma: float) -> dict:
     """The hypothesis that a window opens once the training set is fitted: t1 = the mean
     memorization step of the stored runs of this reading and gamma (nan when none), no t2."""
@@ -89,7 +108,7 @@ def predicted_windows(s: th.StylisedSetting, methods=("recipe", "reduced"), **kw
 
 def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
             methods=("recipe", "recipe_run", "reduced"), n_boot: int = 1000, on_corrupt: str = "raise",
-            survival_curves: dict | None = None, **theory_options) -> list[dict]:
+            survival_curves: dict | None = None, late_probes: dict | None = None, **theory_options) -> list[dict]:
     """One row per (gamma, width, lambda) onset sweep in the store: observed window with
     its bootstrap interval next to each method's predicted window, errors in steps.
 
@@ -100,7 +119,8 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
     (AdamW steps on the stylised model with the runs' decay form: l2 runs get the penalty
     through Adam), memorization (no theory: the left edge put at the memorization step of the
     stored runs of the same reading and gamma, train acc >= 0.9, no right edge), survival (the
-    composition model's left edge from no-decay probes, `survival_curves` when given). on_corrupt:
+    composition model's left edge from no-decay probes, `survival_curves` when given), plateau (its right
+    edge from one penalised probe per cell, `late_probes`: late_probes.json). on_corrupt:
     'raise' on a damaged run folder, or 'skip' it with a warning."""
     theory_options.setdefault("targets", "permutation")   # the Transformer's task
     summ = load_summaries(store, on_corrupt)
@@ -126,6 +146,9 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
             if survival_curves is None:
                 survival_curves = {}
             pred["survival"] = survival_window(survival_curves, reading, optimizer, gamma, lam)
+        if "plateau" in methods:
+            pred["plateau"] = plateau_window(late_probes or {}, reading, optimizer, gamma, lam, width, total,
+                                             grp.onset.unique(), threshold)
         if "recipe_run" in methods:
             run = run_recipe(RunStore(store).load(cfg["run_id"]).config, s.delta)
             pred["recipe_run"] = {"t1_steps": float(run["t1_steps"][0]), "t2_steps": float(run["t2_steps"][0])}

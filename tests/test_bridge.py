@@ -145,3 +145,23 @@ def test_compare_shows_the_survival_method_beside_the_others(capsys, onset_store
     row = json.loads(capsys.readouterr().out)["rows"][0]
     assert code == 0 and row["optimizer"] == "adamw" and "recipe_t1" in row
     assert row["survival_t1"] is None or np.isnan(row["survival_t1"])     # the onset store's reading is decoupled
+
+
+def test_compare_plateau_method_reads_the_right_edge_off_a_late_probe(capsys, onset_store, tmp_path):
+    from critwin.bridge.compare import plateau_window
+    lag = np.arange(0, 14001, 100.0)
+    probes = {"right_adamw_g0.8_l0.01_w1000": {"lag": lag.tolist(), "mean": (0.4 + lag / 20000).tolist(),
+                                              "probe_onset": 6000}}
+    got = plateau_window(probes, "l2/non_embedding", "adamw", 0.8, 0.01, 1000, 20000, [0, 9000, 12000, 15000, 18000], 0.7)
+    assert got["t2_steps"] == pytest.approx(14000.0) and np.isnan(got["t1_steps"])   # 0.4 + (20000 - o) / 20000 = 0.7
+    for other in (("decoupled/matrices", 0.8, 1000), ("l2/non_embedding", 1.1, 1000), ("l2/non_embedding", 0.8, 2000)):
+        assert np.isnan(plateau_window(probes, other[0], "adamw", other[1], 0.01, other[2], 20000, [9000, 18000],
+                                       0.7)["t2_steps"])
+    assert main(["bridge", "compare", "--store", str(onset_store), "--methods", "plateau", "--no-figure"]) == 2
+    assert "late_probes" in capsys.readouterr().err
+    path = tmp_path / "late_probes.json"
+    path.write_text(json.dumps(probes))
+    code = main(["bridge", "compare", "--store", str(onset_store), "--threshold", "0.05", "--methods", "recipe",
+                 "plateau", "--late-probes", str(path), "--no-figure", "--json"])
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert code == 0 and (row["plateau_t2"] is None or np.isnan(row["plateau_t2"]))    # no probe for this store's cell

@@ -23,13 +23,15 @@ from critwin.errors import ConfigError
 
 
 def cmd_compare(args):
-    curves = None
-    if args.survival_curves:
-        import json
-        from pathlib import Path
-        curves = json.loads(Path(args.survival_curves).read_text())
+    import json
+    from pathlib import Path
+    curves = json.loads(Path(args.survival_curves).read_text()) if args.survival_curves else None
+    if "plateau" in args.methods and not args.late_probes:
+        raise ConfigError("late_probes", None, "late_probes.json (register_right.py) with --methods plateau")
+    probes = json.loads(Path(args.late_probes).read_text()) if args.late_probes else None
     rows = compare(reader(args), args.threshold, args.metric, args.gamma, tuple(args.methods),
-                   on_corrupt=on_corrupt(args), survival_curves=curves, loss_norm=args.loss_norm, targets=args.targets)
+                   on_corrupt=on_corrupt(args), survival_curves=curves, late_probes=probes, loss_norm=args.loss_norm,
+                   targets=args.targets)
     if not rows:
         return {"rows": []}, f"no onset sweeps (single-window runs) in {args.store}"
     frame = as_frame(rows)
@@ -311,13 +313,16 @@ def register(sub):
     p.add_argument("--threshold", type=float, default=0.5)
     p.add_argument("--metric", default="ood_acc")
     p.add_argument("--methods", nargs="+", choices=("recipe", "recipe_adamw", "recipe_run", "reduced", "full", "adamw",
-                                                "memorization", "survival"),
+                                                "memorization", "survival", "plateau"),
                    default=["recipe", "recipe_run", "reduced"],
                    help="recipe_run: the recipe with sigma_e and c_r of the runs' own initial embeddings;"
                         " memorization: left edge at the stored runs' memorization step (no theory);"
-                        " survival: the composition model's left edge from no-decay probes (L2 readings)")
+                        " survival: the composition model's left edge from no-decay probes (L2 readings);"
+                        " plateau: its right edge from one penalised probe per cell (--late-probes)")
     p.add_argument("--survival-curves", default=None,
                    help="held_curves.json of `bridge survival`/register.py (else the survival method probes)")
+    p.add_argument("--late-probes", default=None,
+                   help="late_probes.json of paper_checks/reports/theory2/register_right.py (the plateau method's probes)")
     p.add_argument("--loss-norm", choices=("sum", "pair", "mean"), default="sum")
     p.add_argument("--targets", choices=("teacher", "permutation"), default="permutation",
                    help="stylised targets for the theory (the Transformer's task is a permutation task)")
