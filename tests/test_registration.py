@@ -1,4 +1,5 @@
 """Registered edge predictions: validation at the boundary and the hit rule, on hand-made measurements."""
+import dataclasses
 import json
 
 import pytest
@@ -70,3 +71,63 @@ def test_a_cell_the_model_says_nothing_about_is_a_miss_once_measured():
     validate({"registered": "2026-12-02", "model": "m", "cells": [cell(predicted=NOT_PREDICTED)]})
     with pytest.raises(ConfigError, match="predicted"):
         validate({"registered": "2026-12-02", "model": "m", "cells": [cell(predicted="soon")]})
+
+
+MEASURE = ("critwin sweep edge --param wd_window_start --lo 0 --hi 800 --resolution 25 --threshold 0.5 --seeds 2"
+           " --task-seeds 3 --wd 0.016 --width 5000 --set gamma=0.8 --set decay_form=l2 --set decay_set=non_embedding"
+           " --set optimizer=sgd --set lr=0.1 --set momentum=0.9 --workers 1 --store runs/theory2 --json")
+
+
+def test_a_cells_measuring_command_gives_the_runs_it_stored():
+    """The config the older methods are scored at is the one the cell's bisection trained: its run ids are
+    those of runs the real command stored (carried in the repository), not a re-typed config."""
+    from pathlib import Path
+
+    from critwin.cli.bridge import measure_configs
+    root = Path(__file__).resolve().parents[1] / "paper_checks" / "reports" / "theory2"
+    reg = load_registration(root / "registration.json")
+    got = measure_configs(reg, root / "measured")
+    c = got["left_sgd_g0.8_l0.016_w5000"]
+    assert (c["width"], c["wd"], c["threshold"]) == (5000.0, 0.016, 0.5)
+    stored = {p.name for p in (root / "store_carry").iterdir()}
+    for task_seed in range(3):                  # the bisection's onset-0 end, every instance and seed
+        for seed in range(2):
+            assert dataclasses.replace(c["cfg"], task_seed=task_seed, seed=seed).run_id() in stored
+    assert set(got) == {p.stem for p in (root / "measured").glob("*.json")
+                        if not [x for x in reg["cells"] if cell_id(x) == p.stem][0].get("build")}
+
+
+@pytest.mark.parametrize("t1, t2, left, right", [
+    (100.0, 9500.0, 100.0, 9500.0),             # a closed window: its two edges
+    (100.0, float("inf"), 100.0, 19000.0),      # never closes: composes at the last onset, total - width
+    (100.0, float("nan"), 100.0, 19000.0),
+    (900.0, 50.0, None, None),                  # inverted: no window
+    (float("nan"), float("nan"), None, None),   # none
+])
+def test_an_older_methods_window_becomes_an_edge_or_no_window(monkeypatch, t1, t2, left, right):
+    from critwin import theory as th
+    from critwin.bridge.registration import baseline_edge
+    from critwin.empirical import TrainConfig
+    monkeypatch.setattr(th, "predict", lambda *a, **k: [{"t1_steps": t1, "t2_steps": t2}])
+    cfg = TrainConfig.from_flat({"steps": 20000, "gamma": 0.8})
+    assert baseline_edge("left", "recipe", cfg, 1000, 1e-2, 0.7) == left
+    assert baseline_edge("right", "recipe", cfg, 1000, 1e-2, 0.7) == right
+    with pytest.raises(ConfigError, match="baselines"):
+        baseline_edge("left", "gain", cfg, 1000, 1e-2, 0.7)
+
+
+def test_older_methods_are_scored_by_the_same_rule_on_the_same_cells(tmp_path, monkeypatch):
+    from critwin import theory as th
+    from critwin.bridge.registration import score_baselines
+    from critwin.empirical import TrainConfig
+    monkeypatch.setattr(th, "predict", lambda *a, **k: [{"t1_steps": 210.0, "t2_steps": float("inf")}])
+    cells = [cell(measure=MEASURE), cell(gamma=1.1, measure=MEASURE), cell(gamma=0.5, build=True, measure=MEASURE)]
+    reg = {"registered": "2026-12-02", "model": "m", "cells": cells}
+    (tmp_path / f"{cell_id(cells[0])}.json").write_text(json.dumps({"edge": [200, 225], "edge_ci": [187.5, 237.5]}))
+    (tmp_path / f"{cell_id(cells[1])}.json").write_text(json.dumps({"edge": [300, 325], "edge_ci": [250, 337.5]}))
+    (tmp_path / f"{cell_id(cells[2])}.json").write_text(json.dumps({"edge": [200, 225], "edge_ci": [187.5, 237.5]}))
+    cfg = {"cfg": TrainConfig.from_flat({"gamma": 0.8}), "width": 5000.0, "wd": 0.016, "threshold": 0.5}
+    frame = score_baselines(score(reg, tmp_path), reg, tmp_path, {cell_id(c): cfg for c in cells}, ["recipe"])
+    assert list(frame["recipe_verdict"]) == ["hit", "miss", ""]
+    tally = summary(frame)
+    assert (tally["hits"], tally["recipe_hits"], tally["scored"]) == (1, 1, 2)

@@ -11,6 +11,7 @@ from critwin.bridge.predicted_stages import (
     compare_stages,
     predict_stages,
 )
+from critwin.bridge.registration import BASELINES
 from critwin.bridge.table import format_table
 from critwin.cli.common import (
     add_store_args,
@@ -257,17 +258,44 @@ def cmd_fit(args):
     return payload, "\n".join(text)
 
 
+def measure_configs(reg: dict, measured) -> dict:
+    """cell id -> the run config, window and threshold of each measured cell's own `critwin sweep edge` command
+    (parsed by this CLI's parser), for scoring older methods on it."""
+    import shlex
+    from pathlib import Path
+    from critwin.bridge.registration import cell_id
+    from critwin.cli.main import build_parser
+    from critwin.cli.sweep import edge_base
+    from critwin.empirical import TrainConfig
+    out = {}
+    for cell in reg["cells"]:
+        cid = cell_id(cell)
+        if cell.get("build") or "measure" not in cell or not (Path(measured) / f"{cid}.json").is_file():
+            continue
+        argv = shlex.split(cell["measure"])[1:]
+        args = build_parser(argv).parse_args(argv)
+        base = {**edge_base(args), "wd_window_start": 0.0}
+        out[cid] = {"cfg": TrainConfig.from_flat(base), "width": float(args.width), "wd": float(args.wd),
+                    "threshold": float(args.threshold)}
+    return out
+
+
 def cmd_score(args):
-    from critwin.bridge.registration import load_registration, score, summary
+    from critwin.bridge.registration import load_registration, score, score_baselines, summary
     reg = load_registration(args.registration)
     frame = score(reg, args.measured)
-    tally = summary(frame)
     cols = ["cell", "predicted", "measured", "interval", "runs", "verdict"]
+    if args.baselines:
+        frame = score_baselines(frame, reg, args.measured, measure_configs(reg, args.measured), args.baselines)
+        cols += [c for m in args.baselines for c in (m, f"{m}_verdict")]
+    tally = summary(frame)
     text = [f"registration {args.registration} (registered {reg['registered']}; model: {reg['model']})",
             format_table(frame.to_dict(orient="records"), cols),
             f"score: {tally['hits']} / {tally['scored']} measured cells hit ({tally['not_measured']} of "
             f"{tally['cells']} not measured yet); a hit is a prediction inside the edge's 90% bootstrap interval,"
             " or 'no window' where no onset crossed"]
+    for m in args.baselines or ():
+        text.append(f"  {m} (the stylised model, at each cell's run config): {tally[m + '_hits']} / {tally['scored']}")
     if args.out_csv:
         frame.to_csv(args.out_csv, index=False)
         text.append(f"wrote {args.out_csv}")
@@ -304,6 +332,9 @@ def register(sub):
     p.add_argument("registration", help="registration JSON (bridge/registration.py)")
     p.add_argument("measured", help="folder of `critwin sweep edge --json` outputs, one <cell id>.json per cell")
     p.add_argument("--out-csv", default=None, help="also write the scored table as CSV")
+    p.add_argument("--baselines", nargs="+", choices=BASELINES, default=None,
+                   help="also score these older methods on the same measured cells (their window at each cell's run"
+                        " config, read from the cell's measuring command); adamw takes minutes a cell")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_score)
 

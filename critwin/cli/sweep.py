@@ -45,11 +45,17 @@ def cmd_run(args):
     return payload, "\n".join(text), (LOST_RUNS if res.lost_any else 0)
 
 
-def cmd_edge(args):
+def edge_base(args) -> dict:
+    """The base config (flat keys) of a `sweep edge` command line's parsed args."""
     base = SweepSpec.from_toml(args.spec).base if args.spec else {}
     base = {**base, **SweepSpec().with_sets(args.set).base}
     if args.param == "wd_window_start":       # an onset search: one window of --width at --wd
         base.update(wd=args.wd, wd_width=args.width)
+    return base
+
+
+def cmd_edge(args):
+    base = edge_base(args)
     with executor_from(args) as ex:
         out = find_edge(base, args.param, args.lo, args.hi, args.resolution, args.threshold,
                         range(args.seeds), args.metric, RunStore(args.store), ex, not args.no_progress,
