@@ -106,7 +106,7 @@ def test_a_cells_measuring_command_gives_the_runs_it_stored():
 ])
 def test_an_older_methods_window_becomes_an_edge_or_no_window(monkeypatch, t1, t2, left, right):
     from critwin import theory as th
-    from critwin.bridge.registration import baseline_edge
+    from critwin.bridge.baselines import baseline_edge
     from critwin.empirical import TrainConfig
     monkeypatch.setattr(th, "predict", lambda *a, **k: [{"t1_steps": t1, "t2_steps": t2}])
     cfg = TrainConfig.from_flat({"steps": 20000, "gamma": 0.8})
@@ -118,7 +118,7 @@ def test_an_older_methods_window_becomes_an_edge_or_no_window(monkeypatch, t1, t
 
 def test_older_methods_are_scored_by_the_same_rule_on_the_same_cells(tmp_path, monkeypatch):
     from critwin import theory as th
-    from critwin.bridge.registration import score_baselines
+    from critwin.bridge.baselines import score_baselines
     from critwin.empirical import TrainConfig
     monkeypatch.setattr(th, "predict", lambda *a, **k: [{"t1_steps": 210.0, "t2_steps": float("inf")}])
     cells = [cell(measure=MEASURE), cell(gamma=1.1, measure=MEASURE), cell(gamma=0.5, build=True, measure=MEASURE)]

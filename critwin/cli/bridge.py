@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from critwin.bridge import figures
+from critwin.bridge.baselines import BASELINES
 from critwin.bridge.compare import as_frame, compare
 from critwin.bridge.observed import QUANTITIES
 from critwin.bridge.predicted_stages import (
@@ -11,7 +12,6 @@ from critwin.bridge.predicted_stages import (
     compare_stages,
     predict_stages,
 )
-from critwin.bridge.registration import BASELINES
 from critwin.bridge.table import format_table
 from critwin.cli.common import (
     add_store_args,
@@ -281,7 +281,8 @@ def measure_configs(reg: dict, measured) -> dict:
 
 
 def cmd_score(args):
-    from critwin.bridge.registration import load_registration, score, score_baselines, summary
+    from critwin.bridge.baselines import score_baselines
+    from critwin.bridge.registration import load_registration, score, summary
     reg = load_registration(args.registration)
     frame = score(reg, args.measured)
     cols = ["cell", "predicted", "measured", "interval", "runs", "verdict"]
