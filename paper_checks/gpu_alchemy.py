@@ -4,10 +4,13 @@ checkpoints) and S1 (stage order) at the authors' recipe, within a deadline.
 S6 trains its baseline (the S1 run itself at --size authors) and then the frozen branches, several
 processes sharing the GPU (--workers); S1 is then judged from the same baseline (at other sizes its
 run differs from S6's baseline and is trained).
+With --ablation-epochs N it then trains the recipe ablation (paper_checks/recipe_ablation.py: each difference
+between the authors' code and the paper's text put back alone, A at equal epochs) in the time left;
+`--checks` with no names runs the ablation alone.
 A run cut by the deadline keeps its resume state in OUT/store: the same command continues it.
 
 Run: python3 paper_checks/gpu_alchemy.py --out OUT [--size authors] [--device cuda] [--workers 8]
-     [--seeds 1] [--freeze-points 3] [--deadline 540]
+     [--seeds 1] [--freeze-points 3] [--deadline 540] [--ablation-epochs 60] [--checks S6 S1]
 (On a CPU, `--size quick --device cpu --workers 1` runs the same machinery in about a minute.)
 """
 from __future__ import annotations
@@ -18,6 +21,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pandas as pd
 
 
 def check(ids: str, args, extra: list, deadline: float) -> dict:
@@ -38,6 +43,24 @@ def check(ids: str, args, extra: list, deadline: float) -> dict:
     return {"id": ids, "verdict": out["verdict"], "rows": out.get("rows", [])}
 
 
+def ablation(args, deadline: float) -> list[dict]:
+    """The recipe ablation at seed 0 in the time left: its table (also written as OUT/ablation.csv)."""
+    from critwin.empirical.presets import alchemy_flat, steps_per_epoch
+    from critwin.empirical.store import RunStore
+    from critwin.paper_checks.recipe_ablation import ARMS, a_by_epoch, ablation_table, train_arms
+    ran = train_arms(list(ARMS), args.size, args.ablation_epochs, 0, args.device, args.out / "store",
+                     args.workers, deadline)
+    per_epoch = steps_per_epoch(alchemy_flat(args.size, "withheld"))
+    store = RunStore(args.out / "store")
+    curves = {arm: a_by_epoch(store, rid, per_epoch) if rid else pd.Series(dtype=float)
+              for arm, (rid, _) in ran.items()}
+    step = max(1, args.ablation_epochs // 6)
+    table = ablation_table(curves, range(step, args.ablation_epochs + 1, step))
+    table["status"] = [ran[a][1] for a in table.arm]
+    table.to_csv(args.out / "ablation.csv", index=False)
+    return table.to_dict("records")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
@@ -47,16 +70,25 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--freeze-points", type=int, default=3)
     ap.add_argument("--deadline", type=float, default=540.0, help="seconds for the whole job")
+    ap.add_argument("--checks", nargs="*", default=["S6", "S1"], choices=["S6", "S1"],
+                    help="the checks to run, in order (none: the ablation alone)")
+    ap.add_argument("--ablation-epochs", type=int, default=0, help="train the recipe ablation this long (0: not)")
     args = ap.parse_args(argv)
     t0 = time.time()
     deadline = t0 + args.deadline
     args.out.mkdir(parents=True, exist_ok=True)
-    results = [check("S6", args, ["--freeze-points", str(args.freeze_points)], deadline),
-               check("S1", args, [], deadline)]      # at the authors' size its run is S6's baseline: stored already
-    summary = {"size": args.size, "device": args.device, "seconds": time.time() - t0, "results": results}
+    extra = {"S6": ["--freeze-points", str(args.freeze_points)], "S1": []}
+    # S6 first: at the authors' size S1's run is S6's baseline, stored already
+    results = [check(c, args, extra[c], deadline) for c in args.checks]
+    summary = {"size": args.size, "device": args.device, "results": results}
+    if args.ablation_epochs > 0:
+        summary["ablation"] = ablation(args, deadline)
+    summary["seconds"] = time.time() - t0
     (args.out / "gpu_alchemy.json").write_text(json.dumps(summary, indent=1))
     for r in results:
         print(f"{r['id']}: {r['verdict']}")
+    if "ablation" in summary:
+        print(pd.DataFrame(summary["ablation"]).to_string(index=False, float_format="%.3f"))
     print(f"{summary['seconds']:.0f} s; results in {args.out}")
     return 0
 

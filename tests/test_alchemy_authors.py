@@ -263,3 +263,53 @@ def test_the_authors_tiny_size_is_their_smallest_encoder_under_the_same_recipe()
     model = Transformer(m, 25, 200, 108)
     ffn = [mod for name, mod in model.named_modules() if isinstance(mod, torch.nn.Linear) and mod.out_features == 256]
     assert len(ffn) == 2                                    # one FFN input layer per encoder layer
+
+
+def _arm_config(arm: str, epochs: int = 150, extra: tuple = ()):
+    from critwin.cli.main import build_parser
+    from critwin.cli.train import alchemy_config
+    from critwin.paper_checks.recipe_ablation import arm_command
+    argv = [*arm_command(arm, "authors", epochs, 0, "cpu", "/tmp/unused")[3:], *extra]
+    return alchemy_config(build_parser(argv).parse_args(argv))
+
+
+def test_each_ablation_arm_puts_back_one_difference_only():
+    """Parsed by the CLI's own parser, each arm's command differs from the authors' arm in the one field it
+    names; the authors' arm with the long run's checkpoints is the long run the repository carries."""
+    import json
+    from dataclasses import asdict
+    from pathlib import Path
+    from critwin.paper_checks.recipe_ablation import ARMS
+
+    def flat(cfg):
+        d = asdict(cfg)
+        model = d.pop("model")
+        return {**d, **{"model." + k: v for k, v in model.items()}}
+    base = flat(_arm_config("authors"))
+    changed = {arm: {k for k, v in flat(_arm_config(arm)).items() if v != base[k]} for arm in ARMS}
+    assert changed["authors"] == set()
+    assert changed["init N(0, 1/fan_in)"] == {"model.init"}
+    assert changed["layers drawn independently"] == {"model.layer_init"}
+    assert changed["betas 0.9 0.98"] == {"betas"}
+    assert "wd_windows" in changed["no decay"] and not flat(_arm_config("no decay"))["wd_windows"]
+    assert changed["no decay"] <= {"wd_windows", "decay_set"}
+    assert changed["cosine lr"] == {"lr_schedule"} and changed["query closed by <io>"] == {"query_end"}
+    assert changed["their held-out split"] == {"held_out"}
+    carry = Path(__file__).resolve().parents[1] / "paper_checks" / "reports" / "alchemy_authors" / "carry"
+    long_run = json.loads((carry / "manifest.json").read_text())["run_id"]
+    kept = ("--checkpoints", *(str(3430 * k) for k in range(1, 15)))
+    assert _arm_config("authors", extra=kept).run_id() == long_run
+
+
+def test_the_ablation_table_reads_a_at_equal_epochs():
+    """A@e is the evaluation at epoch e (nan past the run's end); A completes at the first of three
+    evaluations in a row at or above 0.95 (epoch 5 here, counted by hand: 0.95, 0.97, 0.99)."""
+    import math
+    import pandas as pd
+    from critwin.paper_checks.recipe_ablation import ablation_table
+    a = pd.Series([0.3, 0.5, 0.96, 0.94, 0.95, 0.97, 0.99, 0.99], index=range(1, 9), dtype=float)
+    short = pd.Series([0.3, 0.96, 0.97], index=[1, 2, 3], dtype=float)
+    t = ablation_table({"one": a, "short": short}, [2, 4, 8]).set_index("arm")
+    assert t.loc["one", "A@2"] == 0.5 and t.loc["one", "A@4"] == 0.94 and t.loc["one", "A@8"] == 0.99
+    assert t.loc["one", "A completes (epoch)"] == 5
+    assert math.isnan(t.loc["short", "A@8"]) and math.isnan(t.loc["short", "A completes (epoch)"])

@@ -137,6 +137,11 @@ ALCHEMY_FALLBACKS = {"decay_form": "decoupled", "decay_set": "matrices", "init":
 
 
 def cmd_alchemy(args):
+    return train_one(args, alchemy_config(args))
+
+
+def alchemy_config(args) -> TrainConfig:
+    """The run config of a `train alchemy` command: its options over its size's preset."""
     from dataclasses import fields
 
     from critwin.empirical.models import ModelConfig
@@ -167,7 +172,7 @@ def cmd_alchemy(args):
     cfg = cfg.with_model(**extra) if extra else cfg
     train_only = {f.name for f in fields(TrainConfig)} - set(vars(args)) - {"model"}
     rest = {k: v for k, v in preset.items() if k in train_only}
-    return train_one(args, replace(cfg, **rest) if rest else cfg)
+    return replace(cfg, **rest) if rest else cfg
 
 
 def train_one(args, cfg):

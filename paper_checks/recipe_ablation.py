@@ -1,0 +1,84 @@
+"""What each difference between the authors' code and the paper's text does: the `authors` recipe with one
+difference at a time put back to the toolkit's `paper` choice, every arm trained for the same epochs on the
+same seed, read as held-out event A at equal epochs and the epoch A completes (the first of three evaluations in a row at 0.95 or more).
+
+A GPU budget at paper size (an arm is ~17k CPU-steps to epoch 50); `paper_checks/gpu_alchemy.py --ablation`
+runs it, and at --size quick on a CPU it exercises the same machinery in seconds.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pandas as pd
+
+# arm -> the options that put one difference back (empty: the authors' recipe itself)
+ARMS = {
+    "authors": [],
+    "init N(0, 1/fan_in)": ["--init", "multiplier"],
+    "layers drawn independently": ["--layer-init", "independent"],
+    "betas 0.9 0.98": ["--betas", "0.9", "0.98"],
+    "no decay": ["--wd", "0"],
+    "cosine lr": ["--lr-schedule", "cosine"],
+    "query closed by <io>": ["--query-end", "io"],
+    "their held-out split": ["--split", "authors"],
+}
+
+
+def arm_command(arm: str, size: str, epochs: int, seed: int, device: str, store) -> list[str]:
+    """The `critwin train alchemy` command line of one arm."""
+    if arm not in ARMS:
+        raise ValueError(f"arm: {arm!r} is not one of {', '.join(ARMS)}")
+    return [sys.executable, "-m", "critwin.cli", "train", "alchemy", "--task", "withheld", "--size", size,
+            "--epochs", str(epochs), "--seed", str(seed), "--device", device, "--store", str(store),
+            "--no-progress", "--json", *ARMS[arm]]
+
+
+def train_arms(arms, size: str, epochs: int, seed: int, device: str, store, workers: int, deadline: float) -> dict:
+    """Train the arms side by side (`workers` processes); arm -> run id, or the reason it has none. A run
+    cut by the deadline keeps its resume state in the store and is read as far as it got."""
+    def one(arm):
+        left = deadline - time.time()
+        if left < 5:
+            return arm, None, "not run: deadline reached"
+        try:
+            r = subprocess.run(arm_command(arm, size, epochs, seed, device, store), capture_output=True,
+                               text=True, timeout=left)
+        except subprocess.TimeoutExpired:
+            return arm, None, "stopped at the deadline"
+        if r.returncode != 0:
+            last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+            return arm, None, f"error: {last}"
+        return arm, json.loads(r.stdout)["run_id"], "complete"
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        return {arm: (rid, why) for arm, rid, why in pool.map(one, arms)}
+
+
+def a_by_epoch(store, run_id: str, steps_per_epoch: int) -> pd.Series:
+    """Held-out event A per epoch of one run (complete, or its resume state so far)."""
+    from critwin.paper_checks.alchemy_checks import InProgressView
+    run = InProgressView(store).complete(run_id)
+    if run is None:
+        return pd.Series(dtype=float)
+    m = run.metrics
+    a = m[(m.split == "test") & (m.metric == "event_a")].set_index("step").value.sort_index()
+    a.index = a.index / steps_per_epoch
+    return a
+
+
+def ablation_table(curves: dict, at_epochs) -> pd.DataFrame:
+    """One row per arm: A at each of `at_epochs` (nearest evaluation at or before it; nan past the run's
+    end) and the epoch A completes."""
+    from critwin.bridge.stage_detection import stage_time
+    rows = []
+    for arm, a in curves.items():
+        row = {"arm": arm}
+        for e in at_epochs:
+            seen = a[a.index <= e + 1e-9]
+            row[f"A@{e:g}"] = float(seen.iloc[-1]) if len(seen) and seen.index[-1] >= e - 1 else float("nan")
+        row["A completes (epoch)"] = stage_time(a.index, a.values, "event_a") if len(a) else float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows)
