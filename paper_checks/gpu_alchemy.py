@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,18 +26,17 @@ import pandas as pd
 
 def check(ids: str, args, extra: list, deadline: float) -> dict:
     """One `critwin check` into OUT; its JSON, or the reason it stopped."""
-    left = deadline - time.time()
-    if left < 5:
-        return {"id": ids, "verdict": "not run: deadline reached"}
+    from critwin.paper_checks.deadline import last_error_line, run_before
     cmd = [sys.executable, "-m", "critwin.cli", "check", ids, "--size", args.size, "--device", args.device,
            "--seeds", str(args.seeds), "--store", str(args.out / "store"), "--results", str(args.out / "results"),
            "--workers", str(args.workers), "--no-progress", "--json", *extra]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
-    except subprocess.TimeoutExpired:
+    r = run_before(cmd, deadline)
+    if r == "not run":
+        return {"id": ids, "verdict": "not run: deadline reached"}
+    if r == "stopped":
         return {"id": ids, "verdict": "stopped at the deadline (runs keep their resume states)"}
     if r.returncode not in (0, 1):
-        return {"id": ids, "verdict": f"error: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}"}
+        return {"id": ids, "verdict": f"error: {last_error_line(r) or r.returncode}"}
     out = json.loads(r.stdout)
     return {"id": ids, "verdict": out["verdict"], "rows": out.get("rows", [])}
 

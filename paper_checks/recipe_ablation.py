@@ -8,9 +8,7 @@ runs it, and at --size quick on a CPU it exercises the same machinery in seconds
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pandas as pd
@@ -40,18 +38,16 @@ def arm_command(arm: str, size: str, epochs: int, seed: int, device: str, store)
 def train_arms(arms, size: str, epochs: int, seed: int, device: str, store, workers: int, deadline: float) -> dict:
     """Train the arms side by side (`workers` processes); arm -> run id, or the reason it has none. A run
     cut by the deadline keeps its resume state in the store and is read as far as it got."""
+    from critwin.paper_checks.deadline import last_error_line, run_before
+
     def one(arm):
-        left = deadline - time.time()
-        if left < 5:
+        r = run_before(arm_command(arm, size, epochs, seed, device, store), deadline)
+        if r == "not run":
             return arm, None, "not run: deadline reached"
-        try:
-            r = subprocess.run(arm_command(arm, size, epochs, seed, device, store), capture_output=True,
-                               text=True, timeout=left)
-        except subprocess.TimeoutExpired:
+        if r == "stopped":
             return arm, None, "stopped at the deadline"
         if r.returncode != 0:
-            last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
-            return arm, None, f"error: {last}"
+            return arm, None, f"error: {last_error_line(r) or f'exit {r.returncode}'}"
         return arm, json.loads(r.stdout)["run_id"], "complete"
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return {arm: (rid, why) for arm, rid, why in pool.map(one, arms)}
