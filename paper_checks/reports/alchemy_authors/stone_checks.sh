@@ -1,20 +1,46 @@
 #!/usr/bin/env bash
 # The Alchemy checks S3, S4, S5 under the stone-token variation at cpu size, 3 seeds, one worker, one thread
-# (S1 and S2 are committed). Each run takes ~8-15 minutes on a busy core, so the 36 runs span several machines:
-# finished runs are carried in the repository (stone_store/, ~30 KB each: config, metrics, summary) and put
-# back into the store here first; after a stretch, copy the store's finished runs into stone_store/ and commit.
+# (S1 and S2 are committed). A run takes ~9 minutes on an AVX-512 core and ~100 on an AVX2-only one, so the 36
+# runs span several machines: finished runs (config, metrics, summary; ~30 KB each) and the resume states of
+# runs in training (~2 MB each) are carried in the repository (stone_store/, stone_store/resume/) and put back
+# into the store here first. Two of these on one store split the runs between them (each run is claimed).
+# After a stretch, `bash stone_checks.sh --save` copies them into stone_store/ (commit it).
 # Judge and write the committed results once a check's runs are all in (--no-train reads the store only):
 #   critwin check S3 --size cpu --seeds 3 --input-format stone_states --store "$STORE/store" --no-train \
 #     --results paper_checks/results
 # Usage: STORE=runs/alchemy_stones bash stone_checks.sh [CHECK ...]   (default: S3 S4 S5)
+#        STORE=runs/alchemy_stones bash stone_checks.sh --save
 set -euo pipefail
 STORE="${STORE:-runs/alchemy_stones}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
+CARRY="$HERE/stone_store"
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 mkdir -p "$STORE/store"
-if [ -d "$HERE/stone_store" ]; then
-  for run in "$HERE"/stone_store/*/; do
-    [ -d "$STORE/store/$(basename "$run")" ] || cp -r "$run" "$STORE/store/"
+if [ "${1:-}" = --save ]; then
+  mkdir -p "$CARRY/resume"
+  for run in "$STORE"/store/*/; do
+    id="$(basename "$run")"
+    if [ -f "$run/summary.json" ]; then
+      [ -d "$CARRY/$id" ] || cp -r "$run" "$CARRY/"
+      rm -f "$CARRY/resume/.resume-$id.pt"
+    fi
+  done
+  for state in "$STORE"/store/.resume-*.pt; do
+    [ -f "$state" ] && cp "$state" "$CARRY/resume/"
+  done
+  echo "carried: $(find "$CARRY" -mindepth 1 -maxdepth 1 -type d ! -name resume | wc -l) finished runs," \
+       "$(find "$CARRY/resume" -name '.resume-*.pt' | wc -l) resume states in $CARRY"
+  exit 0
+fi
+if [ -d "$CARRY" ]; then
+  for run in "$CARRY"/*/; do
+    id="$(basename "$run")"
+    [ "$id" = resume ] || [ -d "$STORE/store/$id" ] || cp -r "$run" "$STORE/store/"
+  done
+  for state in "$CARRY"/resume/.resume-*.pt; do   # a run's carried state, unless the store has its own
+    [ -f "$state" ] || continue
+    id="$(basename "$state" .pt)"; id="${id#.resume-}"
+    [ -d "$STORE/store/$id" ] || [ -f "$STORE/store/$(basename "$state")" ] || cp "$state" "$STORE/store/"
   done
 fi
 for check in "${@:-S3 S4 S5}"; do
