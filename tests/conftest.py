@@ -24,3 +24,10 @@ def _one_torch_thread():
     torch.set_num_threads(1)
 
 from critwin.testing import task_kit  # noqa: E402,F401  (the kit's fixture, as a user's conftest would take it)
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (pyproject's addopts): one test process per core, at most 4. Each holds one torch
+    thread, and several tests start two training workers of their own, so more would oversubscribe."""
+    import os
+    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
