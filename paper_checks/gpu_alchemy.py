@@ -7,10 +7,15 @@ run differs from S6's baseline and is trained).
 With --ablation-epochs N it then trains the recipe ablation (paper_checks/recipe_ablation.py: each difference
 between the authors' code and the paper's text put back alone, A at equal epochs) in the time left;
 `--checks` with no names runs the ablation alone.
+With --stone-checks (e.g. S4 S5) it then runs those checks under the stone-token variation at --stone-size
+(cpu: the committed protocol, 3 seeds) into OUT/store: ~35 CPU-hours of decomposition runs on an AVX2 host,
+minutes on a GPU. Copy OUT/store's finished runs into paper_checks/reports/alchemy_authors/stone_store/ to
+carry them, and judge with `critwin check S4 --size cpu --seeds 3 --input-format stone_states --no-train ...`.
 A run cut by the deadline keeps its resume state in OUT/store: the same command continues it.
 
 Run: python3 paper_checks/gpu_alchemy.py --out OUT [--size authors] [--device cuda] [--workers 8]
      [--seeds 1] [--freeze-points 3] [--deadline 540] [--ablation-epochs 60] [--checks S6 S1]
+     [--stone-checks S4 S5] [--stone-size cpu] [--stone-seeds 3]
 (On a CPU, `--size quick --device cpu --workers 1` runs the same machinery in about a minute.)
 """
 from __future__ import annotations
@@ -24,11 +29,12 @@ from pathlib import Path
 import pandas as pd
 
 
-def check(ids: str, args, extra: list, deadline: float) -> dict:
-    """One `critwin check` into OUT; its JSON, or the reason it stopped."""
+def check(ids: str, args, extra: list, deadline: float, size: str | None = None, seeds: int | None = None) -> dict:
+    """One `critwin check` into OUT (at --size and --seeds unless given); its JSON, or the reason it stopped."""
     from critwin.paper_checks.deadline import last_error_line, run_before
-    cmd = [sys.executable, "-m", "critwin.cli", "check", ids, "--size", args.size, "--device", args.device,
-           "--seeds", str(args.seeds), "--store", str(args.out / "store"), "--results", str(args.out / "results"),
+    cmd = [sys.executable, "-m", "critwin.cli", "check", ids, "--size", size or args.size, "--device", args.device,
+           "--seeds", str(seeds or args.seeds), "--store", str(args.out / "store"),
+           "--results", str(args.out / "results"),
            "--workers", str(args.workers), "--no-progress", "--json", *extra]
     r = run_before(cmd, deadline)
     if r == "not run":
@@ -71,6 +77,10 @@ def main(argv=None) -> int:
     ap.add_argument("--checks", nargs="*", default=["S6", "S1"], choices=["S6", "S1"],
                     help="the checks to run, in order (none: the ablation alone)")
     ap.add_argument("--ablation-epochs", type=int, default=0, help="train the recipe ablation this long (0: not)")
+    ap.add_argument("--stone-checks", nargs="*", default=[], choices=["S1", "S2", "S3", "S4", "S5"],
+                    help="then these checks under the stone-token variation (labelled so in their verdicts)")
+    ap.add_argument("--stone-size", default="cpu", help="the stone-token checks' size (cpu: the committed protocol)")
+    ap.add_argument("--stone-seeds", type=int, default=3, help="the stone-token checks' seeds")
     args = ap.parse_args(argv)
     t0 = time.time()
     deadline = t0 + args.deadline
@@ -81,6 +91,8 @@ def main(argv=None) -> int:
     summary = {"size": args.size, "device": args.device, "results": results}
     if args.ablation_epochs > 0:
         summary["ablation"] = ablation(args, deadline)
+    results += [{**check(c, args, ["--input-format", "stone_states"], deadline, args.stone_size, args.stone_seeds),
+                 "id": f"{c} (stone tokens)"} for c in args.stone_checks]
     summary["seconds"] = time.time() - t0
     (args.out / "gpu_alchemy.json").write_text(json.dumps(summary, indent=1))
     for r in results:

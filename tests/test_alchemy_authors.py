@@ -202,14 +202,18 @@ def test_the_gpu_job_runs_its_checks_on_the_cpu_at_a_tiny_size(tmp_path):
     from pathlib import Path
     script = Path(__file__).resolve().parents[1] / "paper_checks" / "gpu_alchemy.py"
     r = subprocess.run([sys.executable, str(script), "--out", str(tmp_path), "--size", "quick", "--device", "cpu",
-                        "--workers", "1", "--freeze-points", "2", "--deadline", "400"],
+                        "--workers", "1", "--freeze-points", "2", "--deadline", "400",
+                        "--stone-checks", "S5", "--stone-size", "quick", "--stone-seeds", "1"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     summary = json.loads((tmp_path / "gpu_alchemy.json").read_text())
     verdicts = {x["id"]: x["verdict"] for x in summary["results"]}
-    assert set(verdicts) == {"S6", "S1"} and not any(v.startswith(("error", "not run", "stopped")) for v in
-                                                    verdicts.values()), verdicts
+    assert set(verdicts) == {"S6", "S1", "S5 (stone tokens)"} and not any(
+        v.startswith(("error", "not run", "stopped")) for v in verdicts.values()), verdicts
     assert "incomplete" not in verdicts["S1"] and (tmp_path / "results").is_dir()
+    # the stone-token runs are stored as that variation, beside the S1/S6 runs in the same store
+    formats = [json.loads(p.read_text())["input_format"] for p in (tmp_path / "store").glob("*/config.json")]
+    assert formats.count("stone_states") == 4 and formats.count(None) == len(formats) - 4 > 0, formats  # None: 4 tokens
 
 
 def test_the_authors_held_out_chemistries():
