@@ -8,8 +8,8 @@ With --ablation-epochs N it then trains the recipe ablation (paper_checks/recipe
 between the authors' code and the paper's text put back alone, A at equal epochs) in the time left;
 `--checks` with no names runs the ablation alone.
 With --stone-checks (e.g. S4 S5) it then runs those checks under the stone-token variation at --stone-size
-(cpu: the committed protocol, 3 seeds) into OUT/store: ~35 CPU-hours of decomposition runs on an AVX2 host,
-minutes on a GPU. Copy OUT/store's finished runs into paper_checks/reports/alchemy_authors/stone_store/ to
+(cpu: the committed protocol, 3 seeds) into OUT/store: S4 and S5 are ~35 CPU-hours on an AVX-512 host and
+~115 on an AVX2 one (paper_checks/reports/alchemy_authors/README.md), minutes on a GPU. Copy OUT/store's finished runs into paper_checks/reports/alchemy_authors/stone_store/ to
 carry them, and judge with `critwin check S4 --size cpu --seeds 3 --input-format stone_states --no-train ...`.
 A run cut by the deadline keeps its resume state in OUT/store: the same command continues it.
 
@@ -91,8 +91,9 @@ def main(argv=None) -> int:
     summary = {"size": args.size, "device": args.device, "results": results}
     if args.ablation_epochs > 0:
         summary["ablation"] = ablation(args, deadline)
-    results += [{**check(c, args, ["--input-format", "stone_states"], deadline, args.stone_size, args.stone_seeds),
-                 "id": f"{c} (stone tokens)"} for c in args.stone_checks]
+    for c in args.stone_checks:   # after the ablation: the paper-size work comes first
+        stone = check(c, args, ["--input-format", "stone_states"], deadline, args.stone_size, args.stone_seeds)
+        results.append({**stone, "id": f"{c} (stone tokens)"})
     summary["seconds"] = time.time() - t0
     (args.out / "gpu_alchemy.json").write_text(json.dumps(summary, indent=1))
     for r in results:

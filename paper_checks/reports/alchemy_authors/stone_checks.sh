@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Alchemy checks S3, S4, S5 under the stone-token variation at cpu size, 3 seeds, one worker, one thread
-# (S1 and S2 are committed). A run takes ~9 minutes on an AVX-512 core and ~100 on an AVX2-only one, so the 36
-# runs span several machines: finished runs (config, metrics, summary; ~30 KB each) and the resume states of
+# (S1 and S2 are committed). A run takes from ~9 minutes (composition, AVX-512 core) to many hours (decomposition
+# at h = 5, 2,163 tokens; costs in README.md), so the 36 runs span several machines: finished runs (config, metrics, summary; ~30 KB each) and the resume states of
 # runs in training (~2 MB each) are carried in the repository (stone_store/, stone_store/resume/) and put back
 # into the store here first. Two of these on one store split the runs between them (each run is claimed).
 # After a stretch, `bash stone_checks.sh --save` copies them into stone_store/ (commit it).
@@ -26,7 +26,8 @@ if [ "${1:-}" = --save ]; then
     fi
   done
   for state in "$STORE"/store/.resume-*.pt; do
-    [ -f "$state" ] && cp "$state" "$CARRY/resume/"
+    [ -f "$state" ] || continue
+    cp "$state" "$CARRY/resume/"
   done
   echo "carried: $(find "$CARRY" -mindepth 1 -maxdepth 1 -type d ! -name resume | wc -l) finished runs," \
        "$(find "$CARRY/resume" -name '.resume-*.pt' | wc -l) resume states in $CARRY"
