@@ -101,24 +101,35 @@ class Attention(nn.Module):
         self.q, self.k, self.v, self.o = (nn.Linear(c.d, c.d) for _ in range(4))
         self.drop = nn.Dropout(c.dropout)
 
-    def forward(self, x, rows=None):
-        """Causal self-attention, (B, T, D). rows (B,): only the query at position rows[b] of
-        each sequence, (B, 1, D), over the keys up to it (what a last-token head reads)."""
-        B, T, D = x.shape
-        h = self.heads
+    def kv(self, x):
+        """Keys and values of x (B, T, D), split by head (B, h, T, D/h): what later positions read."""
+        return self._split(self.k(x)), self._split(self.v(x))
 
-        def split(t):
-            return t.view(B, t.shape[1], h, D // h).transpose(1, 2)
-        k, v = split(self.k(x)), split(self.v(x))
+    def _split(self, t):
+        B, T, D = t.shape
+        return t.view(B, T, self.heads, D // self.heads).transpose(1, 2)
+
+    def forward(self, x, rows=None, past=None):
+        """Causal self-attention, (B, T, D). rows (B,): only the query at position rows[b] of
+        each sequence, (B, 1, D), over the keys up to it (what a last-token head reads).
+        past: (keys, values) of P positions before x's, (B, h, P, D/h) (a shared prefix's,
+        `Transformer.prefix_cache`): x's positions follow them and see them all."""
+        B, T, D = x.shape
+        k, v = self.kv(x)
+        P = 0 if past is None else past[0].shape[2]
+        if past is not None:
+            k, v = torch.cat([past[0], k], 2), torch.cat([past[1], v], 2)
+        keys = torch.arange(P + T, device=x.device)
         if rows is None:
-            q, sees = split(self.q(x)), None
+            q = self._split(self.q(x))
+            sees = None if past is None else keys <= P + torch.arange(T, device=x.device)[:, None]
         else:
-            q = split(self.q(at_rows(x, rows)))
-            sees = (torch.arange(T, device=x.device) <= rows[:, None])[:, None, None, :]
+            q = self._split(self.q(at_rows(x, rows)))
+            sees = (keys <= P + rows[:, None])[:, None, None, :]
         if self.training and self.drop.p > 0:   # fused kernels: slower with dropout
             if sees is None:
                 sees = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
-            att = (q @ k.transpose(-2, -1)) / math.sqrt(D // h)
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(D // self.heads)
             out = self.drop(att.masked_fill(~sees, float("-inf")).softmax(-1)) @ v
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=sees, is_causal=sees is None)
@@ -136,13 +147,18 @@ class Block(nn.Module):
         self.drop = nn.Dropout(c.dropout)
         self.post = c.norm == "post"
 
-    def forward(self, x, rows=None):
-        """(B, T, D), or with rows (B,) the output at those positions only, (B, 1, D)."""
+    def kv(self, x):
+        """The keys and values this block's attention reads at x's positions."""
+        return self.attn.kv(x if self.post else self.ln1(x))
+
+    def forward(self, x, rows=None, past=None):
+        """(B, T, D), or with rows (B,) the output at those positions only, (B, 1, D); past: the
+        keys and values of a prefix before x (Attention.forward)."""
         here = x if rows is None else at_rows(x, rows)
         if self.post:
-            x = self.ln1(here + self.drop(self.attn(x, rows)))
+            x = self.ln1(here + self.drop(self.attn(x, rows, past)))
             return self.ln2(x + self.drop(self.mlp(x)))
-        x = here + self.drop(self.attn(self.ln1(x), rows))
+        x = here + self.drop(self.attn(self.ln1(x), rows, past))
         return x + self.drop(self.mlp(self.ln2(x)))
 
 
@@ -188,20 +204,42 @@ class Transformer(nn.Module):
                 m.weight.fill_(1.0)
                 m.bias.zero_()
 
-    def forward(self, idx, lengths=None, all_positions: bool = False):
+    def embed(self, idx, offset: int = 0):
+        """Token plus position embedding of idx (B, T) at positions offset .. offset + T - 1."""
+        T = idx.shape[1]
+        if self.pos is not None:
+            pos = self.pos(torch.arange(offset, offset + T, device=idx.device))
+        else:
+            pos = self.pos_table[offset:offset + T]
+        return self.drop(self.tok(idx) * (math.sqrt(self.config.d) if self.config.embed_scale else 1.0) + pos)
+
+    def forward(self, idx, lengths=None, all_positions: bool = False, past=None):
         """Logits at the last position, (B, vocab or classes); with right-padded sequences, at
         the last real token (lengths - 1), which the causal mask keeps blind to the padding.
-        all_positions: logits at every position, (B, T, vocab) (a language model's next tokens)."""
+        all_positions: logits at every position, (B, T, vocab) (a language model's next tokens).
+        past: `prefix_cache` of the prefix each row continues (one per row; lengths still count
+        from the prefix's start), so rows that share a prefix need not compute it again."""
         T = idx.shape[1]
-        pos = self.pos(torch.arange(T, device=idx.device)) if self.pos is not None else self.pos_table[:T]
-        x = self.drop(self.tok(idx) * (math.sqrt(self.config.d) if self.config.embed_scale else 1.0) + pos)
-        for b in self.blocks[:-1]:
-            x = b(x)
+        P = 0 if past is None else past[0][0].shape[2]
+        layer_past = past if past is not None else [None] * len(self.blocks)
+        x = self.embed(idx, P)
+        for b, kv in zip(self.blocks[:-1], layer_past):
+            x = b(x, past=kv)
         if all_positions:
-            return self.unembed(self.ln_f(self.blocks[-1](x)))
+            return self.unembed(self.ln_f(self.blocks[-1](x, past=layer_past[-1])))
         # the head reads one position, so the last block computes only that row (its keys: all)
-        rows = torch.full((len(x),), T - 1, device=x.device) if lengths is None else lengths - 1
-        return self.unembed(self.ln_f(self.blocks[-1](x, rows)[:, 0]))
+        rows = torch.full((len(x),), T - 1, device=x.device) if lengths is None else lengths - 1 - P
+        return self.unembed(self.ln_f(self.blocks[-1](x, rows, layer_past[-1])[:, 0]))
+
+    def prefix_cache(self, idx) -> list:
+        """Every block's (keys, values) over the prefixes idx (G, P): what `forward(past=...)`
+        reads instead of recomputing a prefix that many sequences share."""
+        x, cache = self.embed(idx), []
+        for i, b in enumerate(self.blocks):
+            cache.append(b.kv(x))
+            if i + 1 < len(self.blocks):
+                x = b(x)
+        return cache
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """Also reads checkpoints saved when each block kept its causal mask as a buffer."""
