@@ -49,11 +49,11 @@ def main():
         model = model.to(args.device).eval()
         held = data.splits["test"].sample(cfg.eval_max)
         with cfg.autocast():
-            evaluate_split(model, held, torch.device(args.device))
-            ev = min(seconds(lambda: evaluate_split(model, held, torch.device(args.device)), args.device)
-                     for _ in range(2))
-            plain = min(seconds(lambda: evaluate_split(model, held, torch.device(args.device), share_prefixes=False),
-                                args.device) for _ in range(2))
+            def eval_seconds(share: bool) -> float:    # the best of two, after a warm-up call
+                evaluate_split(model, held, torch.device(args.device), share_prefixes=share)
+                return min(seconds(lambda: evaluate_split(model, held, torch.device(args.device),
+                                                          share_prefixes=share), args.device) for _ in range(2))
+            ev, plain = eval_seconds(True), eval_seconds(False)
         rows.append({"precision": precision, "s_per_step": step, "gflop_per_step": flops / 1e9,
                      "gflop_per_s": flops / step / 1e9, "floor_gflop_per_s": floor / 1e9,
                      "step_over_floor": step / (flops / floor), "eval_s_held_out": ev, "eval_s_plain": plain,

@@ -109,13 +109,16 @@ class Attention(nn.Module):
         B, T, D = t.shape
         return t.view(B, T, self.heads, D // self.heads).transpose(1, 2)
 
-    def forward(self, x, rows=None, past=None):
+    def forward(self, x, rows=None, past=None, keep=None):
         """Causal self-attention, (B, T, D). rows (B,): only the query at position rows[b] of
         each sequence, (B, 1, D), over the keys up to it (what a last-token head reads).
         past: (keys, values) of P positions before x's, (B, h, P, D/h) (a shared prefix's,
-        `Transformer.prefix_cache`): x's positions follow them and see them all."""
+        `Transformer.prefix_cache`): x's positions follow them and see them all. keep: a list
+        that x's own (keys, values) are appended to (how prefix_cache collects them)."""
         B, T, D = x.shape
         k, v = self.kv(x)
+        if keep is not None:
+            keep.append((k, v))
         P = 0 if past is None else past[0].shape[2]
         if past is not None:
             k, v = torch.cat([past[0], k], 2), torch.cat([past[1], v], 2)
@@ -151,14 +154,14 @@ class Block(nn.Module):
         """The keys and values this block's attention reads at x's positions."""
         return self.attn.kv(x if self.post else self.ln1(x))
 
-    def forward(self, x, rows=None, past=None):
-        """(B, T, D), or with rows (B,) the output at those positions only, (B, 1, D); past: the
-        keys and values of a prefix before x (Attention.forward)."""
+    def forward(self, x, rows=None, past=None, keep=None):
+        """(B, T, D), or with rows (B,) the output at those positions only, (B, 1, D); past, keep:
+        the keys and values of a prefix before x, and a list for x's own (Attention.forward)."""
         here = x if rows is None else at_rows(x, rows)
         if self.post:
-            x = self.ln1(here + self.drop(self.attn(x, rows, past)))
+            x = self.ln1(here + self.drop(self.attn(x, rows, past, keep)))
             return self.ln2(x + self.drop(self.mlp(x)))
-        x = here + self.drop(self.attn(self.ln1(x), rows, past))
+        x = here + self.drop(self.attn(self.ln1(x), rows, past, keep))
         return x + self.drop(self.mlp(self.ln2(x)))
 
 
@@ -235,10 +238,9 @@ class Transformer(nn.Module):
         """Every block's (keys, values) over the prefixes idx (G, P): what `forward(past=...)`
         reads instead of recomputing a prefix that many sequences share."""
         x, cache = self.embed(idx), []
-        for i, b in enumerate(self.blocks):
-            cache.append(b.kv(x))
-            if i + 1 < len(self.blocks):
-                x = b(x)
+        for b in self.blocks[:-1]:
+            x = b(x, keep=cache)          # each block's keys and values, computed once
+        cache.append(self.blocks[-1].kv(x))   # the last block's output on the prefix is never read
         return cache
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
