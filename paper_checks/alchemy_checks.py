@@ -239,10 +239,11 @@ def _s2(store, cfgs, size):
 
 def _hops_rows(store, cfgs):
     """Per hop count the A completion by the threshold rule (judged) and by change points
-    (reported: where A's last rise completes, a time that exists even when A stays below 0.95)."""
+    (reported: where A's last rise completes, a time that exists even when A stays below 0.95),
+    and the middle stage, P(C given A,B), by the threshold rule (reported)."""
     from critwin.bridge.stage_detection import stage_time
     per = _per_condition(store, cfgs)
-    rows, hops, t_a, t_c, final_c, end, cp_a = [], [], [], [], [], 0, []
+    rows, hops, t_a, t_c, final_c, end, cp_a, t_cab = [], [], [], [], [], 0, [], []
     for name, runs in per.items():
         h = int(name.split("h")[-1])
         for curves, cfg in runs:
@@ -252,6 +253,7 @@ def _hops_rows(store, cfgs):
             hops.append(h)
             t_a.append(t["event_a"])
             t_c.append(t["event_c"])
+            t_cab.append(t.get("p_c_given_ab", float("nan")))
             a_curve = curves["event_a"].dropna()
             cp_a.append(stage_time(a_curve.index, a_curve.to_numpy(), "event_a", "changepoint"))
             final_c.append(float(curves["event_c"].iloc[-1]))
@@ -259,7 +261,10 @@ def _hops_rows(store, cfgs):
         rows.append(_row(f"h={h}: step A completes", [x for x, k in zip(t_a, hops) if k == h], None))
         rows.append(_row(f"h={h}: step A's last rise completes (change points, threshold-free)",
                          [x for x, k in zip(cp_a, hops) if k == h], None))
-    return rows, np.array(hops), np.array(t_a, float), np.array(t_c, float), final_c, end, np.array(cp_a, float)
+        rows.append(_row(f"h={h}: step P(C|A,B) completes (the middle stage; nan: never; reported)",
+                         [x for x, k in zip(t_cab, hops) if k == h], None))
+    return (rows, np.array(hops), np.array(t_a, float), np.array(t_c, float), final_c, end, np.array(cp_a, float),
+            np.array(t_cab, float))
 
 
 def _median_ratio(hops, times) -> list:
@@ -269,7 +274,7 @@ def _median_ratio(hops, times) -> list:
 
 
 def _s3(store, cfgs, size):
-    rows, hops, t_a, t_c, finals, end, cp_a = _hops_rows(store, cfgs)
+    rows, hops, t_a, t_c, finals, end, cp_a, _ = _hops_rows(store, cfgs)
     return rows + [_row("A time, slowest h / fastest h (median over seeds; nan if some h never)",
                         _median_ratio(hops, t_a), [1.0, 1.55], 0.25, unit="ratio"),
                    _row("A's last rise (change points), slowest h / fastest h (reported)", _median_ratio(hops, cp_a),
@@ -278,14 +283,16 @@ def _s3(store, cfgs, size):
 
 
 def _s4(store, cfgs, size):
-    rows, hops, t_a, t_c, _, end, cp_a = _hops_rows(store, cfgs)
+    rows, hops, t_a, t_c, _, end, cp_a, t_cab = _hops_rows(store, cfgs)
     ok = len(set(hops)) > 1
     return rows + [_row("rank correlation of h with the A time (never = end)",
                         [_spearman_with_censoring(hops, t_a, end)] if ok else [float("nan")], 1.0, 0.2),
                    _row("rank correlation of h with A's last rise (change points, no rise = end; reported)",
                         [_spearman_with_censoring(hops, cp_a, end)] if ok else [float("nan")], None),
                    _row("rank correlation of h with the C time (never = end)",
-                        [_spearman_with_censoring(hops, t_c, end)] if ok else [float("nan")], 1.0, 0.2)]
+                        [_spearman_with_censoring(hops, t_c, end)] if ok else [float("nan")], 1.0, 0.2),
+                   _row("rank correlation of h with the P(C|A,B) time (never = end; reported)",
+                        [_spearman_with_censoring(hops, t_cab, end)] if ok else [float("nan")], None)]
 
 
 STALL_RANGE = 0.05    # S5: a curve that moves less than this over the last half of training has stalled

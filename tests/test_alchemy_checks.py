@@ -55,9 +55,11 @@ def test_s2_reads_the_ablated_accuracy_at_the_dip(tmp_path):
 def test_s4_ranks_hop_counts_with_censoring(tmp_path):
     store = RunStore(tmp_path)
     t_by_h = {2: 300, 3: 700, 4: 1200, 5: None}          # h = 5 never completes: counts as the end
+    cab_by_h = {2: 2000, 3: 1500, 4: 900, 5: None}       # the middle stage, reported only
     for (name, _, s), cfg in CHECKS["S4"].configs("cpu").items():
         t = t_by_h[int(name[-1])]
-        save(store, cfg, {"event_a": rise(t, 0.2), "event_c": rise(t, 0.0)})
+        save(store, cfg, {"event_a": rise(t, 0.2), "event_c": rise(t, 0.0),
+                          "p_c_given_ab": rise(cab_by_h[int(name[-1])], 0.3)})
     res = CHECKS["S4"].run("cpu", store, train=False)
     rows = {r["value"]: r["measured"] for r in res["rows"]}
     assert rows["rank correlation of h with the A time (never = end)"] == pytest.approx(1.0)
@@ -66,7 +68,12 @@ def test_s4_ranks_hop_counts_with_censoring(tmp_path):
     assert cp3 == pytest.approx(700, abs=100) and np.isnan(rows["h=5: step A's last rise completes (change points, "
                                                                  "threshold-free)"])
     assert rows["rank correlation of h with A's last rise (change points, no rise = end; reported)"] == pytest.approx(1.0)
-    assert res["verdict"].startswith("reproduced")
+    assert rows["h=4: step P(C|A,B) completes (the middle stage; nan: never; reported)"] == 900
+    assert np.isnan(rows["h=5: step P(C|A,B) completes (the middle stage; nan: never; reported)"])
+    # ranks by hand: h 2/3/4/5 -> 2/5/8/11 (three tied seeds each), times 2000/1500/900/end -> 8/5/2/11;
+    # Pearson of the ranks = 9 / 45 over the four groups
+    assert rows["rank correlation of h with the P(C|A,B) time (never = end; reported)"] == pytest.approx(0.2)
+    assert res["verdict"].startswith("reproduced")      # a reported row does not enter the verdict
     s3 = CHECKS["S3"].run("cpu", store, train=False)       # nothing stored for composition
     assert "incomplete: 0 of 12" in s3["verdict"]
 
