@@ -240,31 +240,31 @@ def _s2(store, cfgs, size):
 def _hops_rows(store, cfgs):
     """Per hop count the A completion by the threshold rule (judged) and by change points
     (reported: where A's last rise completes, a time that exists even when A stays below 0.95),
-    and the middle stage, P(C given A,B), by the threshold rule (reported)."""
+    and the middle stage, P(C given A,B), by the threshold rule (reported). Returns the rows and,
+    one entry per stored run, its h and times ("a", "cp_a", "c", "cab"), final exact accuracy and the end step."""
     from critwin.bridge.stage_detection import stage_time
-    per = _per_condition(store, cfgs)
-    rows, hops, t_a, t_c, final_c, end, cp_a, t_cab = [], [], [], [], [], 0, [], []
-    for name, runs in per.items():
+    runs = {"h": [], "a": [], "cp_a": [], "c": [], "cab": [], "final_c": []}
+    rows, end = [], 0
+    for name, stored in _per_condition(store, cfgs).items():
         h = int(name.split("h")[-1])
-        for curves, cfg in runs:
+        for curves, cfg in stored:
             if curves is None:
                 continue
             t = stage_times(curves)
-            hops.append(h)
-            t_a.append(t["event_a"])
-            t_c.append(t["event_c"])
-            t_cab.append(t.get("p_c_given_ab", float("nan")))
             a_curve = curves["event_a"].dropna()
-            cp_a.append(stage_time(a_curve.index, a_curve.to_numpy(), "event_a", "changepoint"))
-            final_c.append(float(curves["event_c"].iloc[-1]))
+            for key, v in (("h", h), ("a", t["event_a"]), ("c", t["event_c"]),
+                           ("cab", t.get("p_c_given_ab", float("nan"))),
+                           ("cp_a", stage_time(a_curve.index, a_curve.to_numpy(), "event_a", "changepoint")),
+                           ("final_c", float(curves["event_c"].iloc[-1]))):
+                runs[key].append(v)
             end = max(end, cfg.steps)
-        rows.append(_row(f"h={h}: step A completes", [x for x, k in zip(t_a, hops) if k == h], None))
-        rows.append(_row(f"h={h}: step A's last rise completes (change points, threshold-free)",
-                         [x for x, k in zip(cp_a, hops) if k == h], None))
-        rows.append(_row(f"h={h}: step P(C|A,B) completes (the middle stage; nan: never; reported)",
-                         [x for x, k in zip(t_cab, hops) if k == h], None))
-    return (rows, np.array(hops), np.array(t_a, float), np.array(t_c, float), final_c, end, np.array(cp_a, float),
-            np.array(t_cab, float))
+        at_h = [k == h for k in runs["h"]]
+        for key, label in (("a", "step A completes"),
+                           ("cp_a", "step A's last rise completes (change points, threshold-free)"),
+                           ("cab", "step P(C|A,B) completes (the middle stage; nan: never; reported)")):
+            rows.append(_row(f"h={h}: {label}", [x for x, here in zip(runs[key], at_h) if here], None))
+    times = {k: np.array(v, float) for k, v in runs.items() if k != "final_c"}
+    return rows, times, runs["final_c"], end
 
 
 def _median_ratio(hops, times) -> list:
@@ -274,25 +274,24 @@ def _median_ratio(hops, times) -> list:
 
 
 def _s3(store, cfgs, size):
-    rows, hops, t_a, t_c, finals, end, cp_a, _ = _hops_rows(store, cfgs)
+    rows, t, finals, _ = _hops_rows(store, cfgs)
     return rows + [_row("A time, slowest h / fastest h (median over seeds; nan if some h never)",
-                        _median_ratio(hops, t_a), [1.0, 1.55], 0.25, unit="ratio"),
-                   _row("A's last rise (change points), slowest h / fastest h (reported)", _median_ratio(hops, cp_a),
-                        None, unit="ratio"),
+                        _median_ratio(t["h"], t["a"]), [1.0, 1.55], 0.25, unit="ratio"),
+                   _row("A's last rise (change points), slowest h / fastest h (reported)",
+                        _median_ratio(t["h"], t["cp_a"]), None, unit="ratio"),
                    _row("final exact accuracy (every h and seed)", finals, 1.0, 0.1)]
 
 
 def _s4(store, cfgs, size):
-    rows, hops, t_a, t_c, _, end, cp_a, t_cab = _hops_rows(store, cfgs)
-    ok = len(set(hops)) > 1
-    return rows + [_row("rank correlation of h with the A time (never = end)",
-                        [_spearman_with_censoring(hops, t_a, end)] if ok else [float("nan")], 1.0, 0.2),
+    rows, t, _, end = _hops_rows(store, cfgs)
+
+    def rank(key):       # [rank correlation of h with that time], nan with fewer than two hop counts
+        return [_spearman_with_censoring(t["h"], t[key], end)] if len(set(t["h"])) > 1 else [float("nan")]
+    return rows + [_row("rank correlation of h with the A time (never = end)", rank("a"), 1.0, 0.2),
                    _row("rank correlation of h with A's last rise (change points, no rise = end; reported)",
-                        [_spearman_with_censoring(hops, cp_a, end)] if ok else [float("nan")], None),
-                   _row("rank correlation of h with the C time (never = end)",
-                        [_spearman_with_censoring(hops, t_c, end)] if ok else [float("nan")], 1.0, 0.2),
-                   _row("rank correlation of h with the P(C|A,B) time (never = end; reported)",
-                        [_spearman_with_censoring(hops, t_cab, end)] if ok else [float("nan")], None)]
+                        rank("cp_a"), None),
+                   _row("rank correlation of h with the C time (never = end)", rank("c"), 1.0, 0.2),
+                   _row("rank correlation of h with the P(C|A,B) time (never = end; reported)", rank("cab"), None)]
 
 
 STALL_RANGE = 0.05    # S5: a curve that moves less than this over the last half of training has stalled
