@@ -149,7 +149,8 @@ class StageCheck:
         """Train what is missing (unless train=False), measure, decide. Decay readings do not
         apply (no decay in these protocols); wd_scale must stay 1. input_format stone_states: the
         stone-token variation, labelled so. in_progress: runs still training are read as far as
-        their resume states go (a stage not reached yet counts as never), labelled with their step. precision
+        their resume states go, labelled with their step (a stage not reached yet counts as never in S1, S2 and S5,
+        and is left out of S3's and S4's times, whose ranks and ratios would otherwise read it as the end). precision
         bf16: the runs under bf16 autocast (a speed option, labelled)."""
         _no_decay_scaling(wd_scale)
         cfgs = with_precision(on_device(self.configs(size, seeds, input_format), device), precision)
@@ -241,9 +242,11 @@ def _hops_rows(store, cfgs):
     """Per hop count the A completion by the threshold rule (judged) and by change points
     (reported: where A's last rise completes, a time that exists even when A stays below 0.95),
     and the middle stage, P(C given A,B), by the threshold rule (reported). Returns the rows and,
-    one entry per stored run, its h and times ("a", "cp_a", "c", "cab"), final exact accuracy and the end step."""
+    one entry per stored run, its h, times ("a", "cp_a", "c", "cab") and whether it is still training ("live"),
+    final exact accuracy and the end step."""
     from critwin.bridge.stage_detection import stage_time
-    runs = {"h": [], "a": [], "cp_a": [], "c": [], "cab": [], "final_c": []}
+    runs = {"h": [], "a": [], "cp_a": [], "c": [], "cab": [], "live": [], "final_c": []}
+    live = getattr(store, "read", {})         # runs read from their resume states (InProgressView)
     rows, end = [], 0
     for name, stored in _per_condition(store, cfgs).items():
         h = int(name.split("h")[-1])
@@ -252,7 +255,7 @@ def _hops_rows(store, cfgs):
                 continue
             t = stage_times(curves)
             a_curve = curves["event_a"].dropna()
-            for key, v in (("h", h), ("a", t["event_a"]), ("c", t["event_c"]),
+            for key, v in (("h", h), ("live", cfg.run_id() in live), ("a", t["event_a"]), ("c", t["event_c"]),
                            ("cab", t.get("p_c_given_ab", float("nan"))),
                            ("cp_a", stage_time(a_curve.index, a_curve.to_numpy(), "event_a", "changepoint")),
                            ("final_c", float(curves["event_c"].iloc[-1]))):
@@ -263,8 +266,15 @@ def _hops_rows(store, cfgs):
                            ("cp_a", "step A's last rise completes (change points, threshold-free)"),
                            ("cab", "step P(C|A,B) completes (the middle stage; nan: never; reported)")):
             rows.append(_row(f"h={h}: {label}", [x for x, here in zip(runs[key], at_h) if here], None))
-    times = {k: np.array(v, float) for k, v in runs.items() if k != "final_c"}
+    times = {k: np.array(v, bool if k == "live" else float) for k, v in runs.items() if k != "final_c"}
     return rows, times, runs["final_c"], end
+
+
+def _settled(t: dict, key: str):
+    """(hops, times) for `key` without the runs still training that have not reached it yet: their time is
+    unknown (censored at their current step), not "never"."""
+    keep = ~(t["live"] & np.isnan(t[key]))
+    return t["h"][keep], t[key][keep]
 
 
 def _median_ratio(hops, times) -> list:
@@ -276,9 +286,9 @@ def _median_ratio(hops, times) -> list:
 def _s3(store, cfgs, size):
     rows, t, finals, _ = _hops_rows(store, cfgs)
     return rows + [_row("A time, slowest h / fastest h (median over seeds; nan if some h never)",
-                        _median_ratio(t["h"], t["a"]), [1.0, 1.55], 0.25, unit="ratio"),
+                        _median_ratio(*_settled(t, "a")), [1.0, 1.55], 0.25, unit="ratio"),
                    _row("A's last rise (change points), slowest h / fastest h (reported)",
-                        _median_ratio(t["h"], t["cp_a"]), None, unit="ratio"),
+                        _median_ratio(*_settled(t, "cp_a")), None, unit="ratio"),
                    _row("final exact accuracy (every h and seed)", finals, 1.0, 0.1)]
 
 
@@ -286,7 +296,8 @@ def _s4(store, cfgs, size):
     rows, t, _, end = _hops_rows(store, cfgs)
 
     def rank(key):       # [rank correlation of h with that time], nan with fewer than two hop counts
-        return [_spearman_with_censoring(t["h"], t[key], end)] if len(set(t["h"])) > 1 else [float("nan")]
+        hops, times = _settled(t, key)
+        return [_spearman_with_censoring(hops, times, end)] if len(set(hops)) > 1 else [float("nan")]
     return rows + [_row("rank correlation of h with the A time (never = end)", rank("a"), 1.0, 0.2),
                    _row("rank correlation of h with A's last rise (change points, no rise = end; reported)",
                         rank("cp_a"), None),

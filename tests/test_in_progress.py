@@ -15,7 +15,7 @@ from critwin.empirical.loop import Stopped
 from critwin.empirical.sweep import config_from_flat
 from critwin.empirical.train import train
 from critwin.paper_checks import CHECKS
-from tests.test_alchemy_checks import STEPS, save, withheld_curves
+from tests.test_alchemy_checks import STEPS, rise, save, withheld_curves
 
 
 def test_partial_reads_a_stopped_runs_metrics_as_far_as_it_got(tmp_path, monkeypatch):
@@ -68,3 +68,31 @@ def test_in_progress_needs_no_train_and_a_stage_check(tmp_path, capsys):
     assert main(["check", "S1", "--size", "cpu", "--in-progress", "--store", str(tmp_path)]) == 2
     assert "in_progress" in capsys.readouterr().err
     assert main(["check", "S6", "--size", "cpu", "--no-train", "--in-progress", "--store", str(tmp_path)]) == 2
+
+
+def test_s4_in_progress_leaves_out_a_stage_a_running_run_has_not_reached_yet(tmp_path):
+    """A run still training whose A has not completed is censored at its current step: its A time is unknown,
+    so it leaves the rank correlation rather than reading as the end of training (which would reverse its rank)."""
+    store = RunStore(tmp_path)
+    t_by_h = {2: 300, 3: 700, 4: 1200, 5: 1800}
+    cfgs = CHECKS["S4"].configs("cpu")
+    early, late = cfgs[("decomposition h2", 0, 2)], cfgs[("decomposition h3", 0, 2)]     # two runs still training
+    for (name, _, s), cfg in cfgs.items():
+        curves = {"event_a": rise(t_by_h[int(name[-1])], 0.2), "event_c": rise(None)}
+        if cfg in (early, late):
+            stop = 200 if cfg is early else 1000              # before its A (300) / after its A (700)
+            rows = [(int(st), "test", m, float(v)) for m, c in curves.items() for st, v in zip(STEPS, c) if st <= stop]
+            torch.save({"step": stop, "config": cfg.resolved(), "rows": rows}, store.resume_path(cfg.run_id()))
+        else:
+            save(store, cfg, curves)
+    res = CHECKS["S4"].run("cpu", store, train=False, in_progress=True)
+    rows = {r["value"]: r for r in res["rows"]}
+    assert set(res["in_progress"]) == {early.run_id(), late.run_id()}
+    # kept: the h = 3 run that already completed A (three h = 3 times); left out: the h = 2 run that has not
+    assert rows["h=3: step A completes"]["per_seed"] == [700.0, 700.0, 700.0]
+    # the times left rise strictly with h, so the ranks agree exactly: a correlation of 1 (as counted by hand);
+    # read as "never = end", the h = 2 run would rank last and pull it below 1
+    assert rows["rank correlation of h with the A time (never = end)"]["measured"] == pytest.approx(1.0)
+    from scipy.stats import spearmanr
+    as_end = [300, 300, early.steps] + [700] * 3 + [1200] * 3 + [1800] * 3
+    assert spearmanr([2] * 3 + [3] * 3 + [4] * 3 + [5] * 3, as_end).statistic < 0.9
