@@ -18,6 +18,13 @@ from critwin.paper_checks import CHECKS
 from tests.test_alchemy_checks import STEPS, rise, save, withheld_curves
 
 
+def save_in_progress(store, cfg, curves: dict, step: int):
+    """A resume state of cfg stopped at `step`, holding the held-out curves logged up to it (what RunStore.partial
+    reads)."""
+    rows = [(int(s), "test", m, float(v)) for m, c in curves.items() for s, v in zip(STEPS, c) if s <= step]
+    torch.save({"step": step, "config": cfg.resolved(), "rows": rows}, store.resume_path(cfg.run_id()))
+
+
 def test_partial_reads_a_stopped_runs_metrics_as_far_as_it_got(tmp_path, monkeypatch):
     cfg = config_from_flat({"d": 16, "steps": 60, "batch_size": 32, "eval_every": 25})
     whole = train(cfg, progress=False)
@@ -48,9 +55,7 @@ def test_s1_in_progress_judges_the_curves_so_far_and_names_the_step(tmp_path):
     for cfg in cfgs[:2]:
         save(store, cfg, withheld_curves(300, 600, 1500))
     running = cfgs[2]                                   # at step 1000: A (300) and C|AB (600) done, B|A not yet
-    curves = withheld_curves(300, 600, 1500)
-    rows = [(int(s), "test", m, float(v)) for m, c in curves.items() for s, v in zip(STEPS, c) if s <= 1000]
-    torch.save({"step": 1000, "config": running.resolved(), "rows": rows}, store.resume_path(running.run_id()))
+    save_in_progress(store, running, withheld_curves(300, 600, 1500), 1000)
 
     res = CHECKS["S1"].run("cpu", store, train=False, in_progress=True)
     got = {r["value"]: r for r in res["rows"]}
@@ -79,10 +84,8 @@ def test_s4_in_progress_leaves_out_a_stage_a_running_run_has_not_reached_yet(tmp
     early, late = cfgs[("decomposition h2", 0, 2)], cfgs[("decomposition h3", 0, 2)]     # two runs still training
     for (name, _, s), cfg in cfgs.items():
         curves = {"event_a": rise(t_by_h[int(name[-1])], 0.2), "event_c": rise(None)}
-        if cfg in (early, late):
-            stop = 200 if cfg is early else 1000              # before its A (300) / after its A (700)
-            rows = [(int(st), "test", m, float(v)) for m, c in curves.items() for st, v in zip(STEPS, c) if st <= stop]
-            torch.save({"step": stop, "config": cfg.resolved(), "rows": rows}, store.resume_path(cfg.run_id()))
+        if cfg in (early, late):                              # stopped before its A (300) / after its A (700)
+            save_in_progress(store, cfg, curves, 200 if cfg is early else 1000)
         else:
             save(store, cfg, curves)
     res = CHECKS["S4"].run("cpu", store, train=False, in_progress=True)
