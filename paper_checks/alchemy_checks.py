@@ -127,35 +127,54 @@ class StageCheck:
     paper_epochs: dict = field(default_factory=dict)    # condition -> epochs at paper size (else PAPER_EPOCHS)
     sizes: tuple = STAGE_SIZES
 
-    def configs(self, size: str, seeds: int | None = None, input_format: str | None = None) -> dict:
-        seeds = _seed_count(size, seeds, self.seeds)
+    def configs(self, size: str, seeds: int | None = None, input_format: str | None = None,
+                task_seeds: int | None = None, variants=None) -> dict:
+        """(condition, task instance, seed) -> config. Task instances 0..task_seeds-1 (the protocol: instance 0
+        only; each instance its own held-out split and episodes); `variants`: only these conditions."""
+        seeds, tasks = _seed_count(size, seeds, self.seeds), _seed_count(size, task_seeds, 1)
         out = {}
-        for name, c in self.conditions.items():
+        for name in self.condition_names(variants):
+            c = self.conditions[name]
             flat = size_flat(size, c["variant"], c.get("hops"), self.paper_epochs.get(name, PAPER_EPOCHS),
                              **c.get("overrides", {}), **({"input_format": input_format} if input_format else {}))
             if "lr_final_fraction" in c:      # a cosine that ends at this fraction of the size's lr
                 flat.update(lr_schedule="cosine", lr_final=c["lr_final_fraction"] * flat["lr"])
-            for s in range(seeds):
-                out[(name, 0, s)] = config_from_flat({**flat, "seed": s})
+            for t in range(tasks):
+                for s in range(seeds):
+                    out[(name, t, s)] = config_from_flat({**flat, "seed": s, "task_seed": t})
         return out
 
+    def condition_names(self, variants=None) -> list:
+        """The conditions named in `variants` (all when None), checked against this check's own."""
+        if variants is None:
+            return list(self.conditions)
+        unknown = [v for v in variants if v not in self.conditions]
+        if unknown:
+            raise ConfigError("variant", unknown, f"names of {self.id}'s conditions: " + "; ".join(self.conditions))
+        return [n for n in self.conditions if n in variants]
+
     def missing(self, size: str, store: RunStore, *args, seeds: int | None = None, input_format: str | None = None,
-                **kwargs) -> int:
-        return sum(store.status(c.run_id()) is None for c in self.configs(size, seeds, input_format).values())
+                task_seeds: int | None = None, **kwargs) -> int:
+        return sum(store.status(c.run_id()) is None
+                   for c in self.configs(size, seeds, input_format, task_seeds).values())
 
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True, train: bool = True,
             wd_scale: float = 1.0, seeds: int | None = None, device: str = "cpu", input_format: str | None = None,
-            in_progress: bool = False, precision: str = "fp32", **ignored) -> dict:
-        """Train what is missing (unless train=False), measure, decide. Decay readings do not
+            in_progress: bool = False, precision: str = "fp32", task_seeds: int | None = None, variants=None,
+            **ignored) -> dict:
+        """Train what is missing (unless train=False; with `variants`, only those conditions' runs), measure every
+        condition's stored runs, decide. Decay readings do not
         apply (no decay in these protocols); wd_scale must stay 1. input_format stone_states: the
         stone-token variation, labelled so. in_progress: runs still training are read as far as
         their resume states go, labelled with their step (a stage not reached yet counts as never in S1, S2 and S5,
         and is left out of S3's and S4's times, whose ranks and ratios would otherwise read it as the end). precision
-        bf16: the runs under bf16 autocast (a speed option, labelled)."""
+        bf16: the runs under bf16 autocast (a speed option, labelled). task_seeds: task instances 0..n-1 per
+        condition and seed (the protocol: instance 0 only), labelled."""
         _no_decay_scaling(wd_scale)
-        cfgs = with_precision(on_device(self.configs(size, seeds, input_format), device), precision)
+        cfgs = with_precision(on_device(self.configs(size, seeds, input_format, task_seeds), device), precision)
         if train:
-            run_sweep(list(cfgs.values()), store, executor, progress=progress)
+            keep = set(self.condition_names(variants))
+            run_sweep([c for k, c in cfgs.items() if k[0] in keep], store, executor, progress=progress)
         view = InProgressView(store) if in_progress else store
         rows = self.measure(view, cfgs, size)
         v = verdict(rows, self.tolerance)
@@ -165,14 +184,17 @@ class StageCheck:
             v = f"{v} (in progress: " + ", ".join(f"{rid} at step {a} of {b}" for rid, (a, b) in partial.items()) + ")"
         if have + len(partial) < len(cfgs):
             v = f"{v} (incomplete: {have} of {len(cfgs)} runs in the store)"
-        n_seeds = _seed_count(size, seeds, self.seeds)
+        n_seeds, n_tasks = _seed_count(size, seeds, self.seeds), _seed_count(size, task_seeds, 1)
+        if n_tasks != 1:
+            v = f"{v} ({n_tasks} task instances; the protocol has 1)"
         v = _size_note(v, size, n_seeds, self.seeds)
         if input_format in INPUT_LABELS:
             v = f"{v} ({INPUT_LABELS[input_format]})"
         if precision != "fp32":
             v = f"{v} ({precision} autocast)"
         return {"id": self.id, "claim": self.claim, "size": size, "metric": "stage times (steps)", "seeds": n_seeds,
-                "protocol_seeds": self.seeds, "tolerance": self.tolerance, "rows": rows, "verdict": v,
+                "protocol_seeds": self.seeds, "task_seeds": n_tasks, "protocol_task_seeds": 1,
+                "tolerance": self.tolerance, "rows": rows, "verdict": v,
                 "notes": self.notes, "run_ids": [c.run_id() for c in cfgs.values()],
                 **({"input_format": input_format} if input_format else {}),
                 **({"in_progress": {rid: {"step": a, "steps": b} for rid, (a, b) in partial.items()}}
@@ -243,16 +265,17 @@ def _hops_rows(store, cfgs):
     (reported: where A's last rise completes, a time that exists even when A stays below 0.95),
     and the middle stage, P(C given A,B), by the threshold rule (reported). Returns the rows and,
     one entry per stored run, its h, times ("a", "cp_a", "c", "cab") and whether it is still training ("live"),
-    final exact accuracy and the end step."""
+    final exact accuracy and the end step. Each per-h row names its runs' task instances and seeds, in order."""
     from critwin.bridge.stage_detection import stage_time
     runs = {"h": [], "a": [], "cp_a": [], "c": [], "cab": [], "live": [], "final_c": []}
     live = getattr(store, "read", {})         # runs read from their resume states (InProgressView)
-    rows, end = [], 0
+    rows, end, who = [], 0, []
     for name, stored in _per_condition(store, cfgs).items():
         h = int(name.split("h")[-1])
         for curves, cfg in stored:
             if curves is None:
                 continue
+            who.append((cfg.task_seed, cfg.seed))
             t = stage_times(curves)
             a_curve = curves["event_a"].dropna()
             for key, v in (("h", h), ("live", cfg.run_id() in live), ("a", t["event_a"]), ("c", t["event_c"]),
@@ -265,7 +288,9 @@ def _hops_rows(store, cfgs):
         for key, label in (("a", "step A completes"),
                            ("cp_a", "step A's last rise completes (change points, threshold-free)"),
                            ("cab", "step P(C|A,B) completes (the middle stage; nan: never; reported)")):
-            rows.append(_row(f"h={h}: {label}", [x for x, here in zip(runs[key], at_h) if here], None))
+            rows.append({**_row(f"h={h}: {label}", [x for x, here in zip(runs[key], at_h) if here], None),
+                         "task_seed": [w[0] for w, here in zip(who, at_h) if here],
+                         "seed": [w[1] for w, here in zip(who, at_h) if here]})
     times = {k: np.array(v, bool if k == "live" else float) for k, v in runs.items() if k != "final_c"}
     return rows, times, runs["final_c"], end
 
@@ -405,9 +430,12 @@ class PlasticityCheck:
 
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True, train: bool = True,
             wd_scale: float = 1.0, seeds: int | None = None, device: str = "cpu", points: int | None = None,
-            precision: str = "fp32", **ignored) -> dict:
+            precision: str = "fp32", task_seeds: int | None = None, **ignored) -> dict:
         from critwin.bridge.stage_detection import plasticity_configs, plasticity_window
         _no_decay_scaling(wd_scale)
+        if task_seeds not in (None, 1):
+            raise ConfigError("task_seeds", task_seeds, "1 for S6 (its frozen runs branch from task instance 0's"
+                                                        " baselines)")
         flat, grid, comps, seed_range, every = self.plan(size, seeds, points)
         if device != "cpu":
             flat = {**flat, "device": device}

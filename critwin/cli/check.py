@@ -39,8 +39,9 @@ def cmd_check(args):
             raise ConfigError(f, getattr(args, f), "a count >= 1")
     if args.freeze_points is not None and any(not hasattr(CHECKS[i], "points") for i in ids):
         raise ConfigError("freeze_points", args.freeze_points, "only with S6 (the plasticity check)")
-    if args.variants and (len(ids) != 1 or not hasattr(CHECKS[ids[0]], "variants")):
-        raise ConfigError("variant", args.variants, "with one check id whose runs come in named variants (W1-W12)")
+    if args.variants and (len(ids) != 1 or not any(hasattr(CHECKS[ids[0]], a) for a in ("variants", "conditions"))):
+        raise ConfigError("variant", args.variants, "with one check id whose runs come in named variants (W1-W12)"
+                                                    " or conditions (S1-S5)")
     store = RunStore(args.store)
     if not args.train and any(hasattr(CHECKS[i], "configs") for i in ids):
         store.require()
@@ -113,12 +114,15 @@ def register(parser):
     parser.add_argument("--seeds", type=int, default=None,
                         help="paper (or cpu) size with this many seeds instead of the protocol's (labelled as such)")
     parser.add_argument("--task-seeds", type=int, default=None,
-                        help="paper size with this many task instances instead of the protocol's 3 (labelled)")
+                        help="W checks at paper size: this many task instances instead of the protocol's 3;"
+                             " S1-S5 (cpu, paper, authors size): task instances 0..n-1 instead of instance 0 only"
+                             " (labelled)")
     parser.add_argument("--freeze-points", type=int, default=None,
                         help="S6 only: this many freeze steps, evenly spaced, instead of the protocol's 9 (labelled)")
     parser.add_argument("--variant", action="append", dest="variants", metavar="NAME",
-                        help="train only this variant's runs (repeatable; e.g. 'constant 0.01' of W11); the"
-                             " verdict reads every variant's runs in the store, labelled incomplete if any is missing")
+                        help="train only this variant's runs (repeatable; e.g. 'constant 0.01' of W11, or a"
+                             " condition of S1-S5 such as 'decomposition h2' of S4); the verdict reads every"
+                             " variant's runs in the store, labelled incomplete if any is missing")
     add_reading_args(parser)
     parser.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
                         help="Alchemy checks: stone_states, one token per stone with its reward bound in (a variation"
