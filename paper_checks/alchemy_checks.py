@@ -14,7 +14,7 @@ import numpy as np
 from critwin.empirical import RunStore
 from critwin.empirical.presets import PAPER_EPOCHS, alchemy_flat
 from critwin.empirical.sweep import config_from_flat, run_sweep
-from critwin.paper_checks.base import mean_sd, on_device, verdict
+from critwin.paper_checks.base import DEFAULT_READING, mean_sd, on_device, verdict
 
 from critwin.errors import ConfigError
 
@@ -92,9 +92,14 @@ def size_flat(size: str, variant: str, hops: int | None = None, paper_epochs: in
     return flat
 
 
-def _no_decay_scaling(wd_scale: float) -> None:
+def _size_decay_only(wd_scale: float, reading: dict | None) -> None:
+    """The Alchemy checks train at their size's own decay: a scale or another decay reading is refused, not ignored."""
     if wd_scale != 1.0:
         raise ConfigError("wd_scale", wd_scale, "1 for the Alchemy checks (a size's own decay is part of the size)")
+    for k, v in (reading or {}).items():
+        if v is not None and v != DEFAULT_READING[k]:
+            raise ConfigError(k, v, f"{DEFAULT_READING[k]} (the default) for the Alchemy checks: a size's own decay"
+                                    " is part of the size")
 
 
 def _seed_count(size: str, seeds: int | None, protocol_seeds: int) -> int:
@@ -161,16 +166,16 @@ class StageCheck:
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True, train: bool = True,
             wd_scale: float = 1.0, seeds: int | None = None, device: str = "cpu", input_format: str | None = None,
             in_progress: bool = False, precision: str = "fp32", task_seeds: int | None = None, variants=None,
-            **ignored) -> dict:
+            reading: dict | None = None) -> dict:
         """Train what is missing (unless train=False; with `variants`, only those conditions' runs), measure every
-        condition's stored runs, decide. Decay readings do not
-        apply (no decay in these protocols); wd_scale must stay 1. input_format stone_states: the
+        condition's stored runs, decide. Decay is the size's own: another decay reading or a wd_scale other than 1
+        is refused. input_format stone_states: the
         stone-token variation, labelled so. in_progress: runs still training are read as far as
         their resume states go, labelled with their step (a stage not reached yet counts as never in S1, S2 and S5,
         and is left out of S3's and S4's times, whose ranks and ratios would otherwise read it as the end). precision
         bf16: the runs under bf16 autocast (a speed option, labelled). task_seeds: task instances 0..n-1 per
         condition and seed (the protocol: instance 0 only), labelled."""
-        _no_decay_scaling(wd_scale)
+        _size_decay_only(wd_scale, reading)
         cfgs = with_precision(on_device(self.configs(size, seeds, input_format, task_seeds), device), precision)
         if train:
             keep = set(self.condition_names(variants))
@@ -430,9 +435,13 @@ class PlasticityCheck:
 
     def run(self, size: str, store: RunStore, executor=None, progress: bool = True, train: bool = True,
             wd_scale: float = 1.0, seeds: int | None = None, device: str = "cpu", points: int | None = None,
-            precision: str = "fp32", task_seeds: int | None = None, **ignored) -> dict:
+            precision: str = "fp32", task_seeds: int | None = None, reading: dict | None = None,
+            input_format: str | None = None) -> dict:
         from critwin.bridge.stage_detection import plasticity_configs, plasticity_window
-        _no_decay_scaling(wd_scale)
+        _size_decay_only(wd_scale, reading)
+        if input_format not in (None, "tokens"):
+            raise ConfigError("input_format", input_format, "tokens for S6 (its baselines are S1's runs at 4 tokens"
+                                                            " per stone)")
         if task_seeds not in (None, 1):
             raise ConfigError("task_seeds", task_seeds, "1 for S6 (its frozen runs branch from task instance 0's"
                                                         " baselines)")
