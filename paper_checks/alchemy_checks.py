@@ -270,7 +270,8 @@ def _hops_rows(store, cfgs):
     (reported: where A's last rise completes, a time that exists even when A stays below 0.95),
     and the middle stage, P(C given A,B), by the threshold rule (reported). Returns the rows and,
     one entry per stored run, its h, times ("a", "cp_a", "c", "cab") and whether it is still training ("live"),
-    final exact accuracy and the end step. Each per-h row names its runs' task instances and seeds, in order."""
+    final exact accuracy and the end step. Each per-h row names its runs' task instances, seeds and
+    whether each is still training, in order."""
     from critwin.bridge.stage_detection import stage_time
     runs = {"h": [], "a": [], "cp_a": [], "c": [], "cab": [], "live": [], "final_c": []}
     live = getattr(store, "read", {})         # runs read from their resume states (InProgressView)
@@ -295,7 +296,8 @@ def _hops_rows(store, cfgs):
                            ("cab", "step P(C|A,B) completes (the middle stage; nan: never; reported)")):
             rows.append({**_row(f"h={h}: {label}", [x for x, here in zip(runs[key], at_h) if here], None),
                          "task_seed": [w[0] for w, here in zip(who, at_h) if here],
-                         "seed": [w[1] for w, here in zip(who, at_h) if here]})
+                         "seed": [w[1] for w, here in zip(who, at_h) if here],
+                         "training": [bool(x) for x, here in zip(runs["live"], at_h) if here]})
     times = {k: np.array(v, bool if k == "live" else float) for k, v in runs.items() if k != "final_c"}
     return rows, times, runs["final_c"], end
 

@@ -93,6 +93,9 @@ def test_s4_in_progress_leaves_out_a_stage_a_running_run_has_not_reached_yet(tmp
     assert set(res["in_progress"]) == {early.run_id(), late.run_id()}
     # kept: the h = 3 run that already completed A (three h = 3 times); left out: the h = 2 run that has not
     assert rows["h=3: step A completes"]["per_seed"] == [700.0, 700.0, 700.0]
+    # each per-h row says which of its runs still train (seed 2 at h = 2 and h = 3), in the row's order
+    assert rows["h=2: step A completes"]["training"] == [s == 2 for s in rows["h=2: step A completes"]["seed"]]
+    assert rows["h=4: step A completes"]["training"] == [False] * 3
     # the times left rise strictly with h, so the ranks agree exactly: a correlation of 1 (as counted by hand);
     # read as "never = end", the h = 2 run would rank last and pull it below 1
     assert rows["rank correlation of h with the A time (never = end)"]["measured"] == pytest.approx(1.0)

@@ -47,6 +47,7 @@ def test_a_variant_trains_only_its_condition_and_rows_name_their_runs(tmp_path, 
     got = {(t, s): v for t, s, v in zip(row["task_seed"], row["seed"], row["per_seed"])}
     assert len(got) == 6 and got[(0, 2)] == 900 and got[(1, 0)] == 1500
     assert all(np.isnan(v) for k, v in got.items() if k not in reach)
+    assert row["training"] == [False] * 6                 # every stored run here is finished
     assert write_result(res, tmp_path / "out", "test").name == "S4_cpu_tasks2.json"
 
 

@@ -25,7 +25,7 @@ def _result(m, outcome):      # (task, seed) -> step or None, as S4's result row
 
 def test_one_outcome_per_seed_on_every_instance_is_rule_one():
     m = _mod()
-    runs = m.outcomes(_result(m, {(t, s): 6174 if s == 2 else None for t in range(3) for s in range(3)}))
+    runs, _ = m.outcomes(_result(m, {(t, s): 6174 if s == 2 else None for t in range(3) for s in range(3)}))
     assert runs[(1, 2)] == pytest.approx(18.0) and runs[(1, 0)] is None
     verdict, lines = m.judge(runs)
     assert "rule 1" in verdict
@@ -38,6 +38,15 @@ def test_one_outcome_per_seed_on_every_instance_is_rule_one():
 def test_a_seed_that_differs_between_instances_is_rule_two_even_before_all_runs_are_in():
     m = _mod()
     out = {(0, 0): None, (0, 1): None, (0, 2): 6174, (1, 0): 3430}
-    assert "rule 2" in m.judge(m.outcomes(_result(m, out)))[0] and "[0]" in m.judge(m.outcomes(_result(m, out)))[0]
+    assert "rule 2" in m.judge(m.outcomes(_result(m, out))[0])[0] and "[0]" in m.judge(m.outcomes(_result(m, out))[0])[0]
     out[(1, 0)] = None
-    assert m.judge(m.outcomes(_result(m, out)))[0].startswith("undecided so far (4 of 9")
+    assert m.judge(m.outcomes(_result(m, out))[0])[0].startswith("undecided so far (4 of 9")
+
+
+def test_a_run_still_training_that_has_not_reached_is_left_out_not_counted_as_a_stall():
+    m = _mod()
+    res = _result(m, {(0, 0): None, (0, 1): 3430, (0, 2): None})
+    res["rows"][0]["training"] = [False, True, True]      # (0, 1) reached while training; (0, 2) not yet
+    runs, open_ = m.outcomes(res)
+    assert open_ == [(0, 2)] and runs == {(0, 0): None, (0, 1): pytest.approx(10.0)}
+    assert "1 of 2 runs" in m.judge(runs)[1][0]

@@ -1,5 +1,6 @@
 """Training seed or task instance: the verdict registered in task_instances.md, read from S4's result over task
-instances (its per-h row of the middle stage lists each run's task instance, seed and step, nan when never).
+instances (its per-h row of the middle stage lists each run's task instance, seed and step, nan when never, and whether
+it is still training).
 
     critwin check S4 --size cpu --seeds 3 --task-seeds 3 --variant "decomposition h2" --input-format stone_states \
         --store runs/alchemy_stones/store --no-train --results DIR
@@ -18,11 +19,18 @@ STEPS_PER_EPOCH = 343
 REGISTERED_RUNS = 9          # task instances 0-2 x training seeds 0-2
 
 
-def outcomes(result: dict) -> dict:
-    """(task instance, seed) -> the middle stage's epoch, or None when the run stalls."""
+def outcomes(result: dict) -> tuple[dict, list]:
+    """(task instance, seed) -> the middle stage's epoch, or None when the run stalls; and the runs still training
+    that have not reached it yet (their outcome is unknown, so they are left out of the verdict and the fraction)."""
     row = next(r for r in result["rows"] if r["value"] == ROW)
-    return {(t, s): None if math.isnan(v) else v / STEPS_PER_EPOCH
-            for t, s, v in zip(row["task_seed"], row["seed"], row["per_seed"])}
+    training = row.get("training", [False] * len(row["seed"]))
+    runs, open_ = {}, []
+    for t, s, v, live in zip(row["task_seed"], row["seed"], row["per_seed"], training):
+        if math.isnan(v) and live:
+            open_.append((t, s))
+        else:
+            runs[(t, s)] = None if math.isnan(v) else v / STEPS_PER_EPOCH
+    return runs, open_
 
 
 def judge(runs: dict) -> tuple[str, list[str]]:
@@ -44,11 +52,13 @@ def judge(runs: dict) -> tuple[str, list[str]]:
 
 
 def main(path: str) -> None:
-    runs = outcomes(json.loads(open(path).read()))
+    runs, open_ = outcomes(json.loads(open(path).read()))
     print("task instance | seed | middle stage (epoch) | outcome")
     print("---|---|---|---")
     for (t, s), epoch in sorted(runs.items()):
         print(f"{t} | {s} | {'-' if epoch is None else f'{epoch:.0f}'} | {'stalls' if epoch is None else 'reaches'}")
+    for t, s in sorted(open_):
+        print(f"{t} | {s} | - | still training, not yet reached (left out)")
     verdict, lines = judge(runs)
     print("\n".join(["", *lines, f"verdict: {verdict}"]))
 
