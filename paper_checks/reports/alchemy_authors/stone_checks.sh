@@ -8,6 +8,8 @@
 # Judge and write the committed results once a check's runs are all in (--no-train reads the store only):
 #   critwin check S3 --size cpu --seeds 3 --input-format stone_states --store "$STORE/store" --no-train \
 #     --results paper_checks/results
+# S4's h = 2 runs at task instances 1-2 (task_instances.md) train into the same store with the command there;
+# --save carries them too, and this script puts them back first like every other carried run.
 # Usage: STORE=runs/alchemy_stones bash stone_checks.sh [CHECK ...]   (default: S3 S4 S5)
 #        STORE=runs/alchemy_stones bash stone_checks.sh --save
 set -euo pipefail
