@@ -387,30 +387,39 @@ class PlasticityCheck:
     freezing at the last point delays nothing.
     A baseline that never completes the stage leaves every delay undefined: inconclusive.
     Below paper size no stage reaches its threshold (A plateaus near 0.75 at cpu size), so
-    there the stage is A's rise timed by change points (`small_stage`), labelled as such."""
+    there the stage is A's rise timed by change points (`small_stage`), labelled as such.
+    Under stone tokens (a variation, quick and cpu sizes) A completes at the first evaluation, so
+    the stage is the middle one, P(C given A,B), by the threshold rule (`stone_stage`)."""
 
     id: str = "S6"
     claim: str = ("layer-specific plasticity windows: freezing a layer before a stage completes delays it;"
                   " Transformer layers have longer windows than the embedding")
     metric: str = "event_c"
     small_stage: tuple = ("event_a", "changepoint")    # (metric, method) at the quick and cpu sizes
+    stone_stage: tuple = ("p_c_given_ab", "threshold")  # (metric, method) under stone tokens
     points: int = 9
     seeds: int = 2
     tolerance: float = 0.0
     notes: str = ""
     sizes: tuple = STAGE_SIZES
 
-    def stage(self, size: str) -> tuple[str, str]:
-        """(metric, detection method) of the stage whose delay is measured at `size`."""
+    def stage(self, size: str, input_format: str | None = None) -> tuple[str, str]:
+        """(metric, detection method) of the stage whose delay is measured at `size` and input format."""
+        if input_format == "stone_states":
+            return self.stone_stage
         return (self.metric, "threshold") if size in ("paper", "authors") else self.small_stage
 
-    def plan(self, size: str, seeds: int | None = None, points: int | None = None):
+    def plan(self, size: str, seeds: int | None = None, points: int | None = None, input_format: str | None = None):
         """(flat config, freeze steps, components, seeds, grid spacing); `points` freeze steps
         instead of the protocol's (coarser and cheaper: the branches are most of the cost)."""
         n_seeds = _seed_count(size, seeds, self.seeds)
         points = self.points if points is None else points
         if isinstance(points, bool) or not isinstance(points, int) or points < 1:
             raise ConfigError("freeze_points", points, "a whole number of freeze steps >= 1")
+        if input_format not in (None, "tokens", "stone_states") or (input_format == "stone_states"
+                                                                     and size not in ("quick", "cpu")):
+            raise ConfigError("input_format", input_format, "tokens, or stone_states at the quick and cpu sizes for"
+                                                            " S6 (the authors' size branches from the long run)")
         if size == "authors":       # the S1 run itself is the baseline; freezes branch from its checkpoints
             flat = size_flat(size, "withheld")
             ckpts = flat["checkpoints"]
@@ -420,17 +429,18 @@ class PlasticityCheck:
             every = ckpts[0]
         else:
             flat = {**alchemy_flat(size, "withheld", None, PAPER_EPOCHS if size == "paper" else None),
-                    "freeze_optimizer": "rebuild"}          # the paper's protocol: a fresh optimizer over the rest
+                    "freeze_optimizer": "rebuild",          # the paper's protocol: a fresh optimizer over the rest
+                    **({"input_format": input_format} if input_format == "stone_states" else {})}
             every = flat["steps"] // (points + 1)
             grid = [every * k for k in range(1, points + 1)]
         comps = ["embedding"] + [f"layer{i}" for i in range(flat.get("layers", 2))]
         return flat, grid, comps, range(n_seeds), every
 
     def missing(self, size: str, store: RunStore, *args, seeds: int | None = None, points: int | None = None,
-                **kwargs) -> int:
+                input_format: str | None = None, **kwargs) -> int:
         """Runs of the plan not yet stored (baselines with their checkpoints, and every branch)."""
         from critwin.bridge.stage_detection import plasticity_configs
-        flat, grid, comps, seed_range, _ = self.plan(size, seeds, points)
+        flat, grid, comps, seed_range, _ = self.plan(size, seeds, points, input_format)
         cfgs = {c.run_id(): c for comp in comps
                 for c in plasticity_configs(flat, comp, grid, seed_range, freeze_optimizer="rebuild").values()}
         return sum(store.status(rid) is None for rid in cfgs)
@@ -441,18 +451,15 @@ class PlasticityCheck:
             input_format: str | None = None) -> dict:
         from critwin.bridge.stage_detection import plasticity_configs, plasticity_window
         _size_decay_only(wd_scale, reading)
-        if input_format not in (None, "tokens"):
-            raise ConfigError("input_format", input_format, "tokens for S6 (its baselines are S1's runs at 4 tokens"
-                                                            " per stone)")
         if task_seeds not in (None, 1):
             raise ConfigError("task_seeds", task_seeds, "1 for S6 (its frozen runs branch from task instance 0's"
                                                         " baselines)")
-        flat, grid, comps, seed_range, every = self.plan(size, seeds, points)
+        flat, grid, comps, seed_range, every = self.plan(size, seeds, points, input_format)
         if device != "cpu":
             flat = {**flat, "device": device}
         if precision != "fp32":
             flat = {**flat, "precision": precision}
-        metric, method = self.stage(size)
+        metric, method = self.stage(size, input_format)
         rows, windows, last, reached, finals = [], {}, {}, [], []
         for comp in comps:
             per_run, table = plasticity_window(plasticity_configs(flat, comp, grid, seed_range, freeze_optimizer="rebuild"),
@@ -484,9 +491,12 @@ class PlasticityCheck:
         if len(grid) != self.points:
             v = f"{v} ({len(grid)} of the protocol's {self.points} freeze points)"
         v = _size_note(v, size, len(seed_range), self.seeds)
+        if input_format in INPUT_LABELS:
+            v = f"{v} ({INPUT_LABELS[input_format]})"
         if precision != "fp32":
             v = f"{v} ({precision} autocast)"
         return {"id": self.id, "claim": self.claim, "size": size,
+                **({"input_format": input_format} if input_format in INPUT_LABELS else {}),
                 "metric": f"{metric} stage delay (steps; stage by {method})",
                 "seeds": len(seed_range), "protocol_seeds": self.seeds, "tolerance": self.tolerance,
                 "freeze_steps": grid, "freeze_points": len(grid), "protocol_freeze_points": self.points, "rows": rows,

@@ -140,6 +140,39 @@ def test_s6_windows_from_stored_branches(tmp_path):
     assert res["verdict"].startswith("reproduced") and s6.missing("cpu", store) == 0
 
 
+def test_s6_under_stone_tokens_times_the_middle_stage_by_the_threshold_rule(tmp_path):
+    """Stone tokens (a variation): A completes at the first evaluation, so S6 times P(C given A,B) by
+    the threshold rule. Its runs are their own (the input format is in every config), and freezing
+    a layer at the first two points keeps the middle stage from completing."""
+    from critwin.bridge.stage_detection import plasticity_configs
+    s6 = CHECKS["S6"]
+    store = RunStore(tmp_path)
+    flat, grid, comps, seeds, every = s6.plan("cpu", points=4, input_format="stone_states")
+    tokens = s6.plan("cpu", points=4)[0]
+    assert flat["input_format"] == "stone_states" and {k: v for k, v in flat.items() if k != "input_format"} == tokens
+    assert grid == [every * k for k in (1, 2, 3, 4)] and every == flat["steps"] // 5
+    assert s6.stage("cpu", "stone_states") == ("p_c_given_ab", "threshold")
+    steps = np.arange(0, flat["steps"] + 1, 343)            # the run's own evaluations
+    for comp in comps:
+        for (tf, s), cfg in plasticity_configs(flat, comp, grid, seeds).items():
+            assert cfg.input_format == "stone_states"
+            stalled = tf is not None and comp != "embedding" and tf <= grid[1]
+            # 0.92 from grid[1] + every/2 on: above 0.9 but below A's 0.95 (so the rule must be the 0.9 one)
+            cab = np.where(steps >= grid[1] + every // 2, 0.92, 0.25) if not stalled else np.full(len(steps), 0.25)
+            rows = [(int(t), "test", m, float(v)) for m, c in (("event_a", np.ones(len(steps))), ("p_c_given_ab", cab))
+                    for t, v in zip(steps, c)]
+            store.save(Run(cfg.resolved(), pd.DataFrame(rows, columns=["step", "split", "metric", "value"]),
+                           {"status": "complete", "final": {}}, {}))
+    res = s6.run("cpu", store, train=False, points=4, input_format="stone_states")
+    assert res["metric"] == "p_c_given_ab stage delay (steps; stage by threshold)"
+    assert res["input_format"] == "stone_states" and "variation: stone tokens" in res["verdict"]
+    rows = {r["value"]: r["measured"] for r in res["rows"]}
+    assert rows["layer1: window length (steps)"] == 2 * every and rows["embedding: window length (steps)"] == 0
+    assert res["verdict"].startswith("reproduced")
+    with pytest.raises(ConfigError, match="input_format"):
+        s6.plan("authors", input_format="stone_states")
+
+
 def test_s6_without_any_window_is_not_reproduced(tmp_path):
     """Freezing changes nothing: every window is empty, so 'layers at least as long as the
     embedding' holds as 0 >= 0; the claim that freezing a layer early delays the stage fails."""
@@ -257,3 +290,17 @@ def test_s1_at_the_authors_size_reports_the_epochs_of_every_stage(tmp_path):
     assert rows["epoch at which A completes"]["measured"] == pytest.approx(per[0])
     assert rows["epoch at which P(C|A,B) completes"]["measured"] == pytest.approx(per[1])
     assert rows["epoch at which P(B|A) completes"]["measured"] == pytest.approx(per[2])
+
+
+def test_s6_under_stone_tokens_trains_end_to_end_at_quick_size(tmp_path):
+    """The CLI trains S6's baselines and branches with stone tokens (every stored run says so) and names the result."""
+    import json
+    from critwin.cli.main import main
+    assert main(["check", "S6", "--size", "quick", "--input-format", "stone_states", "--freeze-points", "2",
+                 "--store", str(tmp_path / "runs"), "--results", str(tmp_path / "res"), "--no-progress",
+                 "--workers", "1"]) == 0
+    res = json.loads((tmp_path / "res" / "S6_quick_stone_states.json").read_text())
+    assert res["metric"].startswith("p_c_given_ab") and "variation: stone tokens" in res["verdict"]
+    configs = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*/config.json")]
+    assert len(configs) == 1 + 2 * 3 and all(c["input_format"] == "stone_states" for c in configs)
+    assert sum(bool(c["freeze"]) for c in configs) == 6

@@ -58,16 +58,19 @@ def test_unknown_conditions_and_task_instances_for_s6_are_refused(tmp_path, caps
     with pytest.raises(ConfigError, match="task_seeds"):
         CHECKS["S6"].run("cpu", RunStore(tmp_path), train=False, task_seeds=2)
     with pytest.raises(ConfigError, match="input_format"):
-        CHECKS["S6"].run("cpu", RunStore(tmp_path), train=False, input_format="stone_states")
+        CHECKS["S6"].run("authors", RunStore(tmp_path), train=False, input_format="stone_states")
     assert main(["check", "S6", "--variant", "x", "--no-train", "--store", str(tmp_path)]) == 2
     assert "conditions (S1-S5)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv,field", [(["S4", "--decay-form", "decoupled"], "decay_form"),
                                         (["S1", "--decay-set", "all"], "decay_set"),
-                                        (["S6", "--input-format", "stone_states"], "input_format")])
+                                        (["S6", "--input-format", "stone_states", "--size", "authors"],
+                                         "input_format"),
+                                        (["W3", "--input-format", "stone_states"], "input_format")])
 def test_options_the_alchemy_checks_cannot_honour_are_refused_not_ignored(tmp_path, capsys, argv, field):
     from critwin.cli.main import main
-    assert main(["check", *argv, "--size", "cpu", "--no-train", "--store", str(tmp_path)]) == 2
+    size = [] if "--size" in argv else ["--size", "cpu"]
+    assert main(["check", *argv, *size, "--no-train", "--store", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert field in err and len(err.strip().splitlines()) == 1
