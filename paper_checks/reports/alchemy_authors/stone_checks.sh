@@ -9,7 +9,10 @@
 #   critwin check S3 --size cpu --seeds 3 --input-format stone_states --store "$STORE/store" --no-train \
 #     --results paper_checks/results
 # S4's h = 2 runs at task instances 1-2 (task_instances.md) train into the same store with the command there;
-# --save carries them too, and this script puts them back first like every other carried run.
+# --save carries them too, and this script puts them back first like every other carried run. So does S6 under
+# stone tokens (s6_stone_tokens.md: 26 runs, ~25 minutes on one AVX-512 core):
+#   critwin check S6 --size cpu --seeds 2 --freeze-points 4 --input-format stone_states --store "$STORE/store" \
+#     --workers 1 --no-progress --results "$STORE/results"
 # Usage: STORE=runs/alchemy_stones bash stone_checks.sh [CHECK ...]   (default: S3 S4 S5)
 #        STORE=runs/alchemy_stones bash stone_checks.sh --save
 set -euo pipefail
