@@ -36,7 +36,7 @@ def check(ids: str, args, extra: list, deadline: float, size: str | None = None,
            "--seeds", str(seeds or args.seeds), "--store", str(args.out / "store"),
            "--results", str(args.out / "results"),
            "--workers", str(args.workers), "--no-progress", "--json", *extra]
-    r = run_before(cmd, deadline)
+    r = run_before(cmd, deadline, cwd=args.out)    # not the repository root, whose critwin/ would shadow the install
     if r == "not run":
         return {"id": ids, "verdict": "not run: deadline reached"}
     if r == "stopped":
@@ -54,10 +54,9 @@ def ablation(args, deadline: float) -> list[dict]:
     from critwin.paper_checks.recipe_ablation import ARMS, a_by_epoch, ablation_table, train_arms
     ran = train_arms(list(ARMS), args.size, args.ablation_epochs, 0, args.device, args.out / "store",
                      args.workers, deadline)
-    per_epoch = steps_per_epoch(alchemy_flat(args.size, "withheld"))
-    store = RunStore(args.out / "store")
-    curves = {arm: a_by_epoch(store, rid, per_epoch) if rid else pd.Series(dtype=float)
-              for arm, (rid, _) in ran.items()}
+    per_epoch = steps_per_epoch(alchemy_flat(args.size, "withheld", None, args.ablation_epochs))
+    curves = {arm: a_by_epoch(RunStore(where), rid, per_epoch) if rid else pd.Series(dtype=float)
+              for arm, (rid, _, where) in ran.items()}
     step = max(1, args.ablation_epochs // 6)
     table = ablation_table(curves, range(step, args.ablation_epochs + 1, step))
     table["status"] = [ran[a][1] for a in table.arm]
@@ -84,6 +83,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     t0 = time.time()
     deadline = t0 + args.deadline
+    args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
     extra = {"S6": ["--freeze-points", str(args.freeze_points)], "S1": []}
     # S6 first: at the authors' size S1's run is S6's baseline, stored already

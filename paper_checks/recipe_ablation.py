@@ -8,8 +8,10 @@ runs it, and at --size quick on a CPU it exercises the same machinery in seconds
 from __future__ import annotations
 
 import json
+import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pandas as pd
 
@@ -35,22 +37,37 @@ def arm_command(arm: str, size: str, epochs: int, seed: int, device: str, store)
             "--no-progress", "--json", *ARMS[arm]]
 
 
+def arm_store(store, arm: str) -> Path:
+    """The arm's own store folder under `store` (so a run stopped at the deadline is known by its resume state)."""
+    return Path(store) / re.sub(r"[^a-z0-9]+", "_", arm.lower()).strip("_")
+
+
+def _resumed(where: Path) -> str | None:
+    """The one run with a resume state in an arm's store, or None."""
+    ids = [p.name[len(".resume-"):-len(".pt")] for p in Path(where).glob(".resume-*.pt")]
+    return ids[0] if len(ids) == 1 else None
+
+
 def train_arms(arms, size: str, epochs: int, seed: int, device: str, store, workers: int, deadline: float) -> dict:
-    """Train the arms side by side (`workers` processes); arm -> run id, or the reason it has none. A run
-    cut by the deadline keeps its resume state in the store and is read as far as it got."""
+    """Train the arms side by side (`workers` processes), each in its own store folder (`arm_store`); arm ->
+    (run id or None, status, the arm's store). A run cut by the deadline keeps its resume state and is read as
+    far as it got."""
     from critwin.paper_checks.deadline import last_error_line, run_before
 
     def one(arm):
-        r = run_before(arm_command(arm, size, epochs, seed, device, store), deadline)
+        where = arm_store(store, arm).resolve()
+        where.mkdir(parents=True, exist_ok=True)     # run from there: a repository root's critwin/ would shadow the
+        r = run_before(arm_command(arm, size, epochs, seed, device, where), deadline, cwd=where)   # installed one
         if r == "not run":
-            return arm, None, "not run: deadline reached"
+            return arm, None, "not run: deadline reached", where
         if r == "stopped":
-            return arm, None, "stopped at the deadline"
+            rid = _resumed(where)
+            return arm, rid, "stopped at the deadline" + (" (read from its resume state)" if rid else ""), where
         if r.returncode != 0:
-            return arm, None, f"error: {last_error_line(r) or f'exit {r.returncode}'}"
-        return arm, json.loads(r.stdout)["run_id"], "complete"
+            return arm, None, f"error: {last_error_line(r) or f'exit {r.returncode}'}", where
+        return arm, json.loads(r.stdout)["run_id"], "complete", where
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return {arm: (rid, why) for arm, rid, why in pool.map(one, arms)}
+        return {arm: (rid, why, where) for arm, rid, why, where in pool.map(one, arms)}
 
 
 def a_by_epoch(store, run_id: str, steps_per_epoch: int) -> pd.Series:

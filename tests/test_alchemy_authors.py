@@ -317,3 +317,42 @@ def test_the_ablation_table_reads_a_at_equal_epochs():
     assert t.loc["one", "A@2"] == 0.5 and t.loc["one", "A@4"] == 0.94 and t.loc["one", "A@8"] == 0.99
     assert t.loc["one", "A completes (epoch)"] == 5
     assert math.isnan(t.loc["short", "A@8"]) and math.isnan(t.loc["short", "A completes (epoch)"])
+
+
+def test_a_job_stopped_at_its_deadline_gets_sigterm_first(tmp_path):
+    """run_before stops a process at the deadline with SIGTERM, so a training saves its resume state; before, it
+    was killed outright (subprocess's timeout), and the GPU job's stopped arms came back with nothing."""
+    import sys
+    import time
+    from critwin.paper_checks.deadline import run_before
+    marker = tmp_path / "saved"
+    child = ("import signal, sys, time, pathlib\n"
+             f"def stop(*_): pathlib.Path({str(marker)!r}).write_text('state'); sys.exit(0)\n"
+             "signal.signal(signal.SIGTERM, stop)\n"
+             "print('ready', flush=True)\n"
+             "time.sleep(60)\n")
+    t0 = time.time()
+    assert run_before([sys.executable, "-c", child], time.time() + 6, grace=20) == "stopped"
+    assert marker.read_text() == "state" and time.time() - t0 < 20
+    assert run_before([sys.executable, "-c", "pass"], time.time() + 1) == "not run"
+
+
+def test_the_recipe_ablation_trains_each_arm_in_its_own_store_from_outside_the_repository(tmp_path):
+    """At quick size every arm's run is its own (at that size some arms equal the preset, and in one store two
+    arms claimed one run), each is read back by its id, and the trainings run with the store as their working
+    folder, so a repository root's critwin/ folder cannot shadow the installed package."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = Path(__file__).resolve().parents[1] / "paper_checks" / "gpu_alchemy.py"
+    r = subprocess.run([sys.executable, str(script), "--out", str(tmp_path / "out"), "--size", "quick", "--device",
+                        "cpu", "--workers", "2", "--checks", "--ablation-epochs", "2", "--deadline", "300"],
+                       capture_output=True, text=True, timeout=400, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads((tmp_path / "out" / "gpu_alchemy.json").read_text())["ablation"]
+    assert len(rows) == 8 and all(row["status"] == "complete" for row in rows), rows
+    assert all(row["A@2"] == row["A@2"] for row in rows)                   # read back: not nan
+    stores = sorted(p.name for p in (tmp_path / "out" / "store").iterdir())
+    assert len(stores) == 8 and all(len(list((tmp_path / "out" / "store" / s).glob("*/summary.json"))) == 1
+                                    for s in stores)
