@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Alchemy checks S3, S4, S5 under the stone-token variation at cpu size, 3 seeds, one worker, one thread
-# (S1 and S2 are committed). A run takes from ~9 minutes (composition, AVX-512 core) to many hours (decomposition
+# (all committed in paper_checks/results, S1-S6). A run takes from ~9 minutes (composition, AVX-512 core) to many hours (decomposition
 # at h = 5, 2,163 tokens; costs in README.md), so the 36 runs span several machines: finished runs (config, metrics, summary; ~30 KB each) and the resume states of
 # runs in training (~2 MB each) are carried in the repository (stone_store/, stone_store/resume/) and put back
 # into the store here first. Two of these on one store split the runs between them (each run is claimed).
