@@ -14,6 +14,7 @@ import numpy as np
 from critwin.empirical import RunStore
 from critwin.empirical.presets import PAPER_EPOCHS, alchemy_flat
 from critwin.empirical.sweep import config_from_flat, run_sweep
+from critwin.empirical.tasks.alchemy import INPUT_FORMATS
 from critwin.paper_checks.base import DEFAULT_READING, mean_sd, on_device, verdict
 
 from critwin.errors import ConfigError
@@ -416,8 +417,8 @@ class PlasticityCheck:
         points = self.points if points is None else points
         if isinstance(points, bool) or not isinstance(points, int) or points < 1:
             raise ConfigError("freeze_points", points, "a whole number of freeze steps >= 1")
-        if input_format not in (None, "tokens", "stone_states") or (input_format == "stone_states"
-                                                                     and size not in ("quick", "cpu")):
+        if (input_format is not None and input_format not in INPUT_FORMATS) or (input_format == "stone_states"
+                                                                                and size not in ("quick", "cpu")):
             raise ConfigError("input_format", input_format, "tokens, or stone_states at the quick and cpu sizes for"
                                                             " S6 (the authors' size branches from the long run)")
         if size == "authors":       # the S1 run itself is the baseline; freezes branch from its checkpoints

@@ -42,16 +42,11 @@ def arm_store(store, arm: str) -> Path:
     return Path(store) / re.sub(r"[^a-z0-9]+", "_", arm.lower()).strip("_")
 
 
-def _resumed(where: Path) -> str | None:
-    """The one run with a resume state in an arm's store, or None."""
-    ids = [p.name[len(".resume-"):-len(".pt")] for p in Path(where).glob(".resume-*.pt")]
-    return ids[0] if len(ids) == 1 else None
-
-
 def train_arms(arms, size: str, epochs: int, seed: int, device: str, store, workers: int, deadline: float) -> dict:
     """Train the arms side by side (`workers` processes), each in its own store folder (`arm_store`); arm ->
     (run id or None, status, the arm's store). A run cut by the deadline keeps its resume state and is read as
     far as it got."""
+    from critwin.empirical.store import RunStore
     from critwin.paper_checks.deadline import last_error_line, run_before
 
     def one(arm):
@@ -61,7 +56,8 @@ def train_arms(arms, size: str, epochs: int, seed: int, device: str, store, work
         if r == "not run":
             return arm, None, "not run: deadline reached", where
         if r == "stopped":
-            rid = _resumed(where)
+            left = [r["run_id"] for r in RunStore(where).in_progress()]    # the arm's one run, by its resume state
+            rid = left[0] if len(left) == 1 else None
             return arm, rid, "stopped at the deadline" + (" (read from its resume state)" if rid else ""), where
         if r.returncode != 0:
             return arm, None, f"error: {last_error_line(r) or f'exit {r.returncode}'}", where

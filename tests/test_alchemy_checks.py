@@ -15,8 +15,8 @@ def rise(at, lo=0.0, hi=1.0):
     return np.where(STEPS >= at, hi, lo) if at is not None else np.full(len(STEPS), lo)
 
 
-def save(store, cfg, curves: dict, split="test"):
-    rows = [(int(s), split, m, float(v)) for m, c in curves.items() for s, v in zip(STEPS, c)]
+def save(store, cfg, curves: dict, split="test", steps=STEPS):
+    rows = [(int(s), split, m, float(v)) for m, c in curves.items() for s, v in zip(steps, c)]
     store.save(Run(cfg.resolved(), pd.DataFrame(rows, columns=["step", "split", "metric", "value"]),
                    {"status": "complete", "final": {}}, {}))
 
@@ -159,10 +159,7 @@ def test_s6_under_stone_tokens_times_the_middle_stage_by_the_threshold_rule(tmp_
             stalled = tf is not None and comp != "embedding" and tf <= grid[1]
             # 0.92 from grid[1] + every/2 on: above 0.9 but below A's 0.95 (so the rule must be the 0.9 one)
             cab = np.where(steps >= grid[1] + every // 2, 0.92, 0.25) if not stalled else np.full(len(steps), 0.25)
-            rows = [(int(t), "test", m, float(v)) for m, c in (("event_a", np.ones(len(steps))), ("p_c_given_ab", cab))
-                    for t, v in zip(steps, c)]
-            store.save(Run(cfg.resolved(), pd.DataFrame(rows, columns=["step", "split", "metric", "value"]),
-                           {"status": "complete", "final": {}}, {}))
+            save(store, cfg, {"event_a": np.ones(len(steps)), "p_c_given_ab": cab}, steps=steps)
     res = s6.run("cpu", store, train=False, points=4, input_format="stone_states")
     assert res["metric"] == "p_c_given_ab stage delay (steps; stage by threshold)"
     assert res["input_format"] == "stone_states" and "variation: stone tokens" in res["verdict"]
