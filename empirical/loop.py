@@ -92,14 +92,19 @@ class Outcome:
 
 
 def drive(stepper, members: list[Member], start: dict | None = None, resume: Path | None = None,
-          save_every: float | None = None, progress: bool = True, on_steps=None) -> Outcome:
+          save_every: float | None = None, progress: bool = True, on_steps=None, until: int | None = None) -> Outcome:
     """Train `members` with `stepper` from step 0, from `start` (a branch's checkpoint), or from
     the resume state at `resume` when one of these very configs is there; write that state at
     the first evaluation `save_every` seconds after the last write. on_steps(n) hears, at every
     evaluation, the member-steps done since the last. SIGINT or SIGTERM ends it after the step in
-    progress, with that state written (`Stopped`), so a stop costs no training."""
+    progress, with that state written (`Stopped`), so a stop costs no training. `until` (a step
+    before the end) pauses there the same way (`Paused`): the run keeps its own schedule and steps."""
     cfg0 = members[0].cfg
     steps = cfg0.steps
+    if until is not None and (isinstance(until, bool) or not isinstance(until, int) or until < 1):
+        raise ConfigError("stop_at", until, "a step >= 1 to pause at (the run's resume state is kept)")
+    if until is not None and until < steps and resume is None:
+        raise ConfigError("stop_at", until, "a pause needs a resume state to keep (train into a store)")
     saved = read_resume_state(resume, stepper.identity)
     begin = saved or start
     if begin is not None:
@@ -134,13 +139,14 @@ def drive(stepper, members: list[Member], start: dict | None = None, resume: Pat
                                      and not k.startswith("test_ablate")}, refresh=False)
             if step + 1 in cfg0.checkpoints:            # a pack holds none (engine.pack_key)
                 checkpoints[step + 1] = stepper.state(step + 1)
-            stopping = stop.signum is not None and step + 1 < steps    # the last step finishes and is stored
+            pausing = until is not None and step + 1 >= until and step + 1 < steps
+            stopping = (stop.signum is not None or pausing) and step + 1 < steps    # the last step is stored
             if (evaluate and saver.due(step + 1, steps)) or (stopping and saver.path is not None):
                 saver.write(stepper.state(step + 1, wall_before + time.perf_counter() - t0, checkpoints))
             bar.update(1)
             if stopping:
                 bar.close()
-                raise Stopped(stop.signum)
+                raise Stopped(stop.signum) if stop.signum is not None else Paused(step + 1, steps)
     bar.close()
     return Outcome(first, saved is not None, wall_before + time.perf_counter() - t0, checkpoints)
 
@@ -152,6 +158,15 @@ class Stopped(KeyboardInterrupt):
     def __init__(self, signum: int):
         super().__init__(f"stopped by signal {signum}")
         self.signum = signum
+
+
+class Paused(Stopped):
+    """Training paused at the step asked for (`drive(until=...)`), its resume state written: the same
+    config trained again without a pause continues it, as if it had never stopped."""
+
+    def __init__(self, step: int, steps: int):
+        KeyboardInterrupt.__init__(self, f"paused at step {step} of {steps}")
+        self.signum, self.step, self.steps = None, step, steps
 
 
 class StopOnSignal:

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from critwin.paper_checks.alchemy_checks import AUTHORS_EPOCHS
+
 
 def check(ids: str, args, extra: list, deadline: float, size: str | None = None, seeds: int | None = None) -> dict:
     """One `critwin check` into OUT (at --size and --seeds unless given); its JSON, or the reason it stopped."""
@@ -47,16 +49,35 @@ def check(ids: str, args, extra: list, deadline: float, size: str | None = None,
     return {"id": ids, "verdict": out["verdict"], "rows": out.get("rows", [])}
 
 
+def held_out_curves(ran: dict, per_epoch: int) -> pd.DataFrame:
+    """Every held-out metric of every arm by epoch, one long table (arm, run_id, epoch, metric, value), so the
+    stages past A (P(B|A), P(C|A,B)) come back from a device too, not only the table of A."""
+    from critwin.empirical.store import RunStore
+    from critwin.paper_checks.alchemy_checks import InProgressView
+    parts = []
+    for arm, (rid, _, where) in ran.items():
+        run = InProgressView(RunStore(where)).complete(rid) if rid else None
+        if run is None:
+            continue
+        m = run.metrics[run.metrics.split == "test"]
+        parts.append(pd.DataFrame({"arm": arm, "run_id": rid, "epoch": m.step / per_epoch,
+                                   "metric": m.metric, "value": m.value}))
+    cols = ["arm", "run_id", "epoch", "metric", "value"]
+    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
+
+
 def ablation(args, deadline: float) -> list[dict]:
-    """The recipe ablation at seed 0 in the time left: its table (also written as OUT/ablation.csv)."""
+    """The recipe ablation at seed 0 in the time left: its table (also written as OUT/ablation.csv) and every
+    arm's held-out curves (OUT/ablation_curves.csv)."""
     from critwin.empirical.presets import alchemy_flat, steps_per_epoch
     from critwin.empirical.store import RunStore
     from critwin.paper_checks.recipe_ablation import ARMS, a_by_epoch, ablation_table, train_arms
     ran = train_arms(list(ARMS), args.size, args.ablation_epochs, 0, args.device, args.out / "store",
-                     args.workers, deadline)
+                     args.workers, deadline, max(args.ablation_horizon, args.ablation_epochs))
     per_epoch = steps_per_epoch(alchemy_flat(args.size, "withheld", None, args.ablation_epochs))
     curves = {arm: a_by_epoch(RunStore(where), rid, per_epoch) if rid else pd.Series(dtype=float)
               for arm, (rid, _, where) in ran.items()}
+    held_out_curves(ran, per_epoch).to_csv(args.out / "ablation_curves.csv", index=False)
     step = max(1, args.ablation_epochs // 6)
     table = ablation_table(curves, range(step, args.ablation_epochs + 1, step))
     table["status"] = [ran[a][1] for a in table.arm]
@@ -76,6 +97,9 @@ def main(argv=None) -> int:
     ap.add_argument("--checks", nargs="*", default=["S6", "S1"], choices=["S6", "S1"],
                     help="the checks to run, in order (none: the ablation alone)")
     ap.add_argument("--ablation-epochs", type=int, default=0, help="train the recipe ablation this long (0: not)")
+    ap.add_argument("--ablation-horizon", type=int, default=AUTHORS_EPOCHS,
+                    help="the arms' runs are this many epochs long (their schedules span it), paused at"
+                         " --ablation-epochs; default the long run's")
     ap.add_argument("--stone-checks", nargs="*", default=[], choices=["S1", "S2", "S3", "S4", "S5"],
                     help="then these checks under the stone-token variation (labelled so in their verdicts)")
     ap.add_argument("--stone-size", default="cpu", help="the stone-token checks' size (cpu: the committed protocol)")

@@ -28,12 +28,17 @@ ARMS = {
 }
 
 
-def arm_command(arm: str, size: str, epochs: int, seed: int, device: str, store) -> list[str]:
-    """The `critwin train alchemy` command line of one arm."""
+def arm_command(arm: str, size: str, epochs: int, seed: int, device: str, store, horizon: int | None = None) -> list[str]:
+    """The `critwin train alchemy` command line of one arm: a run of `horizon` epochs (default `epochs`) paused
+    after `epochs`, so a schedule (the cosine arm's) is the long run's, not one annealed to zero at the pause."""
     if arm not in ARMS:
         raise ValueError(f"arm: {arm!r} is not one of {', '.join(ARMS)}")
+    horizon = epochs if horizon is None else horizon
+    if horizon < epochs:
+        raise ValueError(f"horizon: {horizon} epochs, fewer than the {epochs} to train")
+    pause = ["--stop-at-epoch", str(epochs)] if horizon > epochs else []
     return [sys.executable, "-m", "critwin.cli", "train", "alchemy", "--task", "withheld", "--size", size,
-            "--epochs", str(epochs), "--seed", str(seed), "--device", device, "--store", str(store),
+            "--epochs", str(horizon), *pause, "--seed", str(seed), "--device", device, "--store", str(store),
             "--no-progress", "--json", *ARMS[arm]]
 
 
@@ -42,17 +47,19 @@ def arm_store(store, arm: str) -> Path:
     return Path(store) / re.sub(r"[^a-z0-9]+", "_", arm.lower()).strip("_")
 
 
-def train_arms(arms, size: str, epochs: int, seed: int, device: str, store, workers: int, deadline: float) -> dict:
-    """Train the arms side by side (`workers` processes), each in its own store folder (`arm_store`); arm ->
-    (run id or None, status, the arm's store). A run cut by the deadline keeps its resume state and is read as
-    far as it got."""
+def train_arms(arms, size: str, epochs: int, seed: int, device: str, store, workers: int, deadline: float,
+               horizon: int | None = None) -> dict:
+    """Train the arms side by side (`workers` processes), each in its own store folder (`arm_store`), for
+    `epochs` of runs `horizon` epochs long; arm -> (run id or None, status, the arm's store). A run paused at
+    `epochs`, or cut by the deadline, keeps its resume state and is read as far as it got."""
     from critwin.empirical.store import RunStore
     from critwin.paper_checks.deadline import last_error_line, run_before
 
     def one(arm):
         where = arm_store(store, arm).resolve()
         where.mkdir(parents=True, exist_ok=True)     # run from there: a repository root's critwin/ would shadow the
-        r = run_before(arm_command(arm, size, epochs, seed, device, where), deadline, cwd=where)   # installed one
+        r = run_before(arm_command(arm, size, epochs, seed, device, where, horizon), deadline,   # installed one
+                       cwd=where)
         if r == "not run":
             return arm, None, "not run: deadline reached", where
         if r == "stopped":
@@ -61,7 +68,10 @@ def train_arms(arms, size: str, epochs: int, seed: int, device: str, store, work
             return arm, rid, "stopped at the deadline" + (" (read from its resume state)" if rid else ""), where
         if r.returncode != 0:
             return arm, None, f"error: {last_error_line(r) or f'exit {r.returncode}'}", where
-        return arm, json.loads(r.stdout)["run_id"], "complete", where
+        out = json.loads(r.stdout)
+        why = (f"paused at epoch {epochs} of {horizon} (read from its resume state)" if out["status"] == "paused"
+               else out["status"])
+        return arm, out["run_id"], why, where
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return {arm: (rid, why, where) for arm, rid, why, where in pool.map(one, arms)}
 
@@ -88,6 +98,6 @@ def ablation_table(curves: dict, at_epochs) -> pd.DataFrame:
         for e in at_epochs:
             seen = a[a.index <= e + 1e-9]
             row[f"A@{e:g}"] = float(seen.iloc[-1]) if len(seen) and seen.index[-1] >= e - 1 else float("nan")
-        row["A completes (epoch)"] = stage_time(a.index, a.values, "event_a") if len(a) else float("nan")
+        row["A completes (epoch)"] = stage_time(a.index, a.values, "event_a") if len(a) > 1 else float("nan")
         rows.append(row)
     return pd.DataFrame(rows)

@@ -305,6 +305,21 @@ def test_each_ablation_arm_puts_back_one_difference_only():
     assert _arm_config("authors", extra=kept).run_id() == long_run
 
 
+def test_an_arm_paused_early_keeps_the_long_runs_schedule():
+    """An arm trained for fewer epochs than its horizon is the horizon's run paused (same config, so the cosine
+    arm's lr at epoch 30 is that of a 150-epoch run, not of one annealed to zero at epoch 30)."""
+    import pytest
+    from critwin.paper_checks.recipe_ablation import arm_command
+    cmd = arm_command("cosine lr", "authors", 30, 0, "cpu", "/tmp/unused", horizon=150)
+    assert cmd[cmd.index("--epochs") + 1] == "150" and cmd[cmd.index("--stop-at-epoch") + 1] == "30"
+    assert _arm_config("cosine lr", extra=("--stop-at-epoch", "30")).run_id() == _arm_config("cosine lr").run_id()
+    cfg = _arm_config("cosine lr")
+    assert cfg.lr_at(30 * 343) > 0.9 * cfg.lr            # a 150-epoch cosine is at 90.5% of its lr at epoch 30
+    assert "--stop-at-epoch" not in arm_command("authors", "authors", 30, 0, "cpu", "/x")   # no horizon: no pause
+    with pytest.raises(ValueError, match="horizon"):
+        arm_command("authors", "authors", 30, 0, "cpu", "/x", horizon=20)
+
+
 def test_the_ablation_table_reads_a_at_equal_epochs():
     """A@e is the evaluation at epoch e (nan past the run's end); A completes at the first of three
     evaluations in a row at or above 0.95 (epoch 5 here, counted by hand: 0.95, 0.97, 0.99)."""
@@ -340,19 +355,26 @@ def test_a_job_stopped_at_its_deadline_gets_sigterm_first(tmp_path):
 def test_the_recipe_ablation_trains_each_arm_in_its_own_store_from_outside_the_repository(tmp_path):
     """At quick size every arm's run is its own (at that size some arms equal the preset, and in one store two
     arms claimed one run), each is read back by its id, and the trainings run with the store as their working
-    folder, so a repository root's critwin/ folder cannot shadow the installed package."""
+    folder, so a repository root's critwin/ folder cannot shadow the installed package. Each arm is a run of the
+    run of --ablation-horizon epochs paused at --ablation-epochs (a cosine arm trained only that long would anneal to
+    zero by then)."""
     import json
     import subprocess
     import sys
     from pathlib import Path
     script = Path(__file__).resolve().parents[1] / "paper_checks" / "gpu_alchemy.py"
     r = subprocess.run([sys.executable, str(script), "--out", str(tmp_path / "out"), "--size", "quick", "--device",
-                        "cpu", "--workers", "2", "--checks", "--ablation-epochs", "2", "--deadline", "300"],
+                        "cpu", "--workers", "2", "--checks", "--ablation-epochs", "5", "--ablation-horizon", "8",
+                        "--deadline", "300"],
                        capture_output=True, text=True, timeout=400, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     rows = json.loads((tmp_path / "out" / "gpu_alchemy.json").read_text())["ablation"]
-    assert len(rows) == 8 and all(row["status"] == "complete" for row in rows), rows
-    assert all(row["A@2"] == row["A@2"] for row in rows)                   # read back: not nan
+    assert len(rows) == 8 and all(row["status"].startswith("paused at epoch 5 of 8") for row in rows), rows
+    assert all(row["A@5"] == row["A@5"] for row in rows)                   # read back: not nan
+    import pandas as pd
+    curves = pd.read_csv(tmp_path / "out" / "ablation_curves.csv")                # every arm's held-out curves
+    assert set(curves.arm) == {row["arm"] for row in rows}
+    assert {"event_a", "p_b_given_a", "p_c_given_ab"} <= set(curves.metric) and curves.epoch.max() == 5
     stores = sorted(p.name for p in (tmp_path / "out" / "store").iterdir())
-    assert len(stores) == 8 and all(len(list((tmp_path / "out" / "store" / s).glob("*/summary.json"))) == 1
-                                    for s in stores)
+    assert len(stores) == 8 and all(len(list((tmp_path / "out" / "store" / s).glob(".resume-*.pt"))) == 1
+                                    for s in stores)      # each arm's own run, paused with its resume state

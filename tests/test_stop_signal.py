@@ -99,3 +99,45 @@ def test_sigterm_to_critwin_train_keeps_the_steps_trained(tmp_path):
     assert "Traceback" not in text and "critwin: interrupted" in text
     [state] = list(store.glob(".resume-*.pt"))
     assert torch.load(state, weights_only=False)["step"] >= seen[0]
+
+
+def test_a_pause_at_a_step_keeps_the_runs_schedule_and_continues_exactly(tmp_path):
+    """`until` stops after that step with the resume state written (the cosine schedule is the whole run's,
+    not one ending at the pause), and the continued run equals the uninterrupted one."""
+    from critwin.empirical.loop import Paused
+    cfg = config_from_flat({**CFG, "lr_schedule": "cosine"})
+    whole = train(cfg, progress=False)
+    resume = tmp_path / f".resume-{cfg.run_id()}.pt"
+    with pytest.raises(Paused) as paused:
+        train(cfg, progress=False, resume=resume, save_every=1e9, until=30)
+    assert (paused.value.step, paused.value.steps) == (30, 60)
+    state = torch.load(resume, weights_only=False)
+    assert state["step"] == 30
+    resumed = train(cfg, progress=False, resume=resume)
+    assert resumed.summary["resumed_from_step"] == 30
+    pd.testing.assert_frame_equal(resumed.metrics, whole.metrics)
+
+
+def test_a_pause_needs_a_resume_state_and_a_step(tmp_path):
+    from critwin.errors import ConfigError
+    cfg = config_from_flat(CFG)
+    with pytest.raises(ConfigError, match="stop_at"):
+        train(cfg, progress=False, until=10)                 # nowhere to keep what was trained
+    with pytest.raises(ConfigError, match="stop_at"):
+        train(cfg, progress=False, resume=tmp_path / "r.pt", until=0)
+    assert train(cfg, progress=False, until=60).summary["status"] == "complete"     # at the end: no pause
+
+
+def test_critwin_train_stop_at_epoch_pauses_and_the_same_command_continues(tmp_path):
+    """The CLI: --stop-at-epoch E pauses after E epochs (exit 0, status 'paused', the resume state kept); the
+    command without it finishes the run from there, and an earlier pause's run id is the full run's."""
+    import json
+    base = [sys.executable, "-m", "critwin.cli", "train", "alchemy", "--size", "quick", "--epochs", "4",
+            "--store", str(tmp_path / "s"), "--no-progress", "--json"]
+    r = subprocess.run([*base, "--stop-at-epoch", "1"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr
+    paused = json.loads(r.stdout)
+    assert paused["status"] == "paused" and paused["step"] * 4 == paused["steps"]
+    r = subprocess.run(base, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    done = json.loads(r.stdout)
+    assert done["run_id"] == paused["run_id"] and done["summary"]["resumed_from_step"] == paused["step"]

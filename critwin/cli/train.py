@@ -12,6 +12,7 @@ from critwin.empirical.models import DECAY_SETS, INITS
 from critwin.empirical.models.transformer import LAYER_INITS
 from critwin.empirical.presets import ALCHEMY_SIZES
 from critwin.empirical.sweep.one_run import STORED, train_and_store
+from critwin.empirical.loop import Paused
 from critwin.empirical.tasks.alchemy import INPUT_FORMATS, QUERY_ENDS
 from critwin.empirical.tasks.alchemy_chemistry import HELD_OUT_RULES
 from critwin.empirical.tasks.scan import SPLIT_SIZES as SCAN_SPLIT_SIZES
@@ -73,6 +74,9 @@ def add_training_args(p):
     p.add_argument("--branch", default=None, metavar="RUN_ID@STEP",
                    help="start from a stored run's checkpoint (same config up to that step; new freezes or decay"
                         " from it on); the result equals training from step 0")
+    p.add_argument("--stop-at", type=int, default=None, metavar="STEP",
+                   help="pause at this step with the resume state kept (the run keeps its own steps and"
+                        " schedule); the same command without it continues the run")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--task-seed", type=int, default=0)
     p.add_argument("--eval-every", type=int, default=100)
@@ -166,6 +170,13 @@ def alchemy_config(args) -> TrainConfig:
                                                     "batch_size": args.batch_size, **task_keys(args)})
     elif args.steps is None:
         raise ConfigError("epochs", None, f"a number of epochs (or --steps) for --size {args.size}")
+    if args.stop_at_epoch is not None:
+        if args.stop_at is not None:
+            raise ConfigError("stop_at_epoch", args.stop_at_epoch, "not together with --stop-at")
+        if args.stop_at_epoch < 1:
+            raise ConfigError("stop_at_epoch", args.stop_at_epoch, "a positive number of passes to pause after")
+        args.stop_at = args.stop_at_epoch * steps_per_epoch({"task": task, "task_seed": args.task_seed,
+                                                             "batch_size": args.batch_size, **task_keys(args)})
     cfg = config_from_args(args, task)
     model_only = {f.name for f in fields(ModelConfig)} - set(vars(args))     # no command-line option of their own
     extra = {k: v for k, v in preset.items() if k in model_only}
@@ -182,7 +193,13 @@ def train_one(args, cfg):
     store = RunStore(args.store).ensure_writable()     # before training, not after
     import torch
     torch.set_num_threads(args.threads)
-    run, status = train_and_store(cfg, store, progress=not args.no_progress, trainer=train)
+    try:
+        run, status = train_and_store(cfg, store, progress=not args.no_progress, trainer=train, until=args.stop_at)
+    except Paused as p:
+        rid, where = cfg.run_id(), store.resume_path(cfg.run_id())
+        return ({"run_id": rid, "status": "paused", "step": p.step, "steps": p.steps, "resume_state": str(where)},
+                f"run {rid} paused at step {p.step} of {p.steps}; its resume state: {where}"
+                " (the same command without the pause continues it)")
     run_id, cached = cfg.run_id(), status in STORED
     path = store.path(run_id)
     final = run.summary["final"]
@@ -242,6 +259,8 @@ def register(sub):
                         " their smallest encoder (2 layers, d 128, FFN 256). Options given on the command"
                         " line override the preset.")
     p.add_argument("--epochs", type=int, default=None, help="passes over the training set (sets --steps)")
+    p.add_argument("--stop-at-epoch", type=int, default=None, metavar="E",
+                   help="pause after E epochs (--stop-at in epochs): the run keeps its --epochs and schedule")
     p.add_argument("--layer-init", choices=LAYER_INITS, default=None,
                    help="independent: each layer drawn on its own; cloned: every layer starts as a copy of the"
                         " first (the authors' nn.TransformerEncoder). Default: the size's preset")

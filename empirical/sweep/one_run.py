@@ -24,13 +24,15 @@ def store_trained(store: RunStore, run: Run, replace: bool) -> None:
     store.drop_resume(run.run_id)
 
 
-def train_and_store(cfg: TrainConfig, store: RunStore, progress: bool = True, trainer=train) -> tuple[Run, str | None]:
+def train_and_store(cfg: TrainConfig, store: RunStore, progress: bool = True, trainer=train,
+                    until: int | None = None) -> tuple[Run, str | None]:
     """`cfg`'s run: from `store` when stored (complete, failed or diverged), else trained here:
     claimed (a ConfigError when another live process holds it), trained (continuing from its
     resume state after a kill; a branch from its source's checkpoint), saved (replacing a damaged
     folder), released. Returns the run and its status in the store before: None (not stored),
     'corrupt' (replaced) or one of STORED (returned as stored). `trainer`: what trains it, with
-    `train`'s signature (the caller's own, so a test can stand in for it)."""
+    `train`'s signature (the caller's own, so a test can stand in for it). `until`: pause the training
+    at that step, its resume state kept (`loop.Paused` is raised; the run is not stored)."""
     run_id = cfg.run_id()
     status = store.status(run_id)
     if status in STORED:
@@ -38,7 +40,8 @@ def train_and_store(cfg: TrainConfig, store: RunStore, progress: bool = True, tr
     if not store.claim(run_id):
         raise ConfigError("run", run_id, f"a run no other process is training (one is, in {store.root})")
     try:
-        run = trainer(cfg, progress=progress, start=branch_start(store, cfg), resume=store.resume_path(run_id))
+        run = trainer(cfg, progress=progress, start=branch_start(store, cfg), resume=store.resume_path(run_id),
+                      **({"until": until} if until is not None else {}))
         store_trained(store, run, replace=status == "corrupt")
     finally:
         store.release(run_id)
