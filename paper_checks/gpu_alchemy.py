@@ -29,6 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from critwin.paper_checks.alchemy_checks import AUTHORS_EPOCHS
+from critwin.paper_checks.recipe_ablation import ARMS
 
 
 def check(ids: str, args, extra: list, deadline: float, size: str | None = None, seeds: int | None = None) -> dict:
@@ -67,12 +68,13 @@ def held_out_curves(ran: dict, per_epoch: int) -> pd.DataFrame:
 
 
 def ablation(args, deadline: float) -> list[dict]:
-    """The recipe ablation at seed 0 in the time left: its table (also written as OUT/ablation.csv) and every
+    """The recipe ablation (--ablation-arms at --ablation-seeds) in the time left: its table (also written as OUT/ablation.csv) and every
     arm's held-out curves (OUT/ablation_curves.csv)."""
     from critwin.empirical.presets import alchemy_flat, steps_per_epoch
     from critwin.empirical.store import RunStore
-    from critwin.paper_checks.recipe_ablation import ARMS, a_by_epoch, ablation_table, train_arms
-    ran = train_arms(list(ARMS), args.size, args.ablation_epochs, 0, args.device, args.out / "store",
+    from critwin.paper_checks.recipe_ablation import a_by_epoch, ablation_table, train_arms
+    ran = train_arms(args.ablation_arms or list(ARMS), args.size, args.ablation_epochs, args.ablation_seeds,
+                     args.device, args.out / "store",
                      args.workers, deadline, max(args.ablation_horizon, args.ablation_epochs))
     per_epoch = steps_per_epoch(alchemy_flat(args.size, "withheld", None, args.ablation_epochs))
     curves = {arm: a_by_epoch(RunStore(where), rid, per_epoch) if rid else pd.Series(dtype=float)
@@ -100,6 +102,9 @@ def main(argv=None) -> int:
     ap.add_argument("--ablation-horizon", type=int, default=AUTHORS_EPOCHS,
                     help="the arms' runs are this many epochs long (their schedules span it), paused at"
                          " --ablation-epochs; default the long run's")
+    ap.add_argument("--ablation-arms", nargs="+", default=None, choices=list(ARMS), metavar="ARM",
+                    help="the arms to train (default all): " + "; ".join(ARMS))
+    ap.add_argument("--ablation-seeds", nargs="+", type=int, default=[0], help="the seeds of each arm (default 0)")
     ap.add_argument("--stone-checks", nargs="*", default=[], choices=["S1", "S2", "S3", "S4", "S5"],
                     help="then these checks under the stone-token variation (labelled so in their verdicts)")
     ap.add_argument("--stone-size", default="cpu", help="the stone-token checks' size (cpu: the committed protocol)")

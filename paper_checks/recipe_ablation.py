@@ -42,38 +42,49 @@ def arm_command(arm: str, size: str, epochs: int, seed: int, device: str, store,
             "--no-progress", "--json", *ARMS[arm]]
 
 
-def arm_store(store, arm: str) -> Path:
-    """The arm's own store folder under `store` (so a run stopped at the deadline is known by its resume state)."""
-    return Path(store) / re.sub(r"[^a-z0-9]+", "_", arm.lower()).strip("_")
+def arm_store(store, arm: str, seed: int = 0) -> Path:
+    """The arm's own store folder under `store`, one per seed (so a run stopped at the deadline is known by its
+    resume state)."""
+    return Path(store) / (re.sub(r"[^a-z0-9]+", "_", arm.lower()).strip("_") + (f"_seed{seed}" if seed else ""))
 
 
-def train_arms(arms, size: str, epochs: int, seed: int, device: str, store, workers: int, deadline: float,
+def arm_label(arm: str, seed: int) -> str:
+    """An arm's name in the tables: the arm, and its seed when not 0."""
+    return arm if seed == 0 else f"{arm} (seed {seed})"
+
+
+def train_arms(arms, size: str, epochs: int, seeds, device: str, store, workers: int, deadline: float,
                horizon: int | None = None) -> dict:
-    """Train the arms side by side (`workers` processes), each in its own store folder (`arm_store`), for
-    `epochs` of runs `horizon` epochs long; arm -> (run id or None, status, the arm's store). A run paused at
-    `epochs`, or cut by the deadline, keeps its resume state and is read as far as it got."""
+    """Train the arms at each of `seeds` side by side (`workers` processes), each in its own store folder
+    (`arm_store`), for `epochs` of runs `horizon` epochs long; label (`arm_label`) -> (run id or None, status,
+    the arm's store). A run paused at `epochs`, or cut by the deadline, keeps its resume state and is read as far
+    as it got."""
     from critwin.empirical.store import RunStore
     from critwin.paper_checks.deadline import last_error_line, run_before
 
-    def one(arm):
-        where = arm_store(store, arm).resolve()
+    def one(item):
+        arm, seed = item
+        label = arm_label(arm, seed)
+        where = arm_store(store, arm, seed).resolve()
         where.mkdir(parents=True, exist_ok=True)     # run from there: a repository root's critwin/ would shadow the
         r = run_before(arm_command(arm, size, epochs, seed, device, where, horizon), deadline,   # installed one
                        cwd=where)
         if r == "not run":
-            return arm, None, "not run: deadline reached", where
+            return label, None, "not run: deadline reached", where
         if r == "stopped":
             left = [r["run_id"] for r in RunStore(where).in_progress()]    # the arm's one run, by its resume state
             rid = left[0] if len(left) == 1 else None
-            return arm, rid, "stopped at the deadline" + (" (read from its resume state)" if rid else ""), where
+            return label, rid, "stopped at the deadline" + (" (read from its resume state)" if rid else ""), where
         if r.returncode != 0:
-            return arm, None, f"error: {last_error_line(r) or f'exit {r.returncode}'}", where
+            return label, None, f"error: {last_error_line(r) or f'exit {r.returncode}'}", where
         out = json.loads(r.stdout)
         why = (f"paused at epoch {epochs} of {horizon} (read from its resume state)" if out["status"] == "paused"
                else out["status"])
-        return arm, out["run_id"], why, where
+        return label, out["run_id"], why, where
+    seeds = [seeds] if isinstance(seeds, int) else list(seeds)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return {arm: (rid, why, where) for arm, rid, why, where in pool.map(one, arms)}
+        return {label: (rid, why, where) for label, rid, why, where in
+                pool.map(one, [(arm, seed) for seed in seeds for arm in arms])}
 
 
 def a_by_epoch(store, run_id: str, steps_per_epoch: int) -> pd.Series:

@@ -378,3 +378,25 @@ def test_the_recipe_ablation_trains_each_arm_in_its_own_store_from_outside_the_r
     stores = sorted(p.name for p in (tmp_path / "out" / "store").iterdir())
     assert len(stores) == 8 and all(len(list((tmp_path / "out" / "store" / s).glob(".resume-*.pt"))) == 1
                                     for s in stores)      # each arm's own run, paused with its resume state
+
+
+def test_the_ablation_trains_chosen_arms_at_several_seeds_each_in_its_own_folder(tmp_path):
+    """--ablation-arms and --ablation-seeds: one run per (arm, seed), each read back under its own label; seed 0
+    keeps the folder and label it always had, so earlier outputs stay readable."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+    from critwin.paper_checks.recipe_ablation import arm_label, arm_store
+    assert arm_store("s", "cosine lr") == Path("s/cosine_lr") and arm_store("s", "cosine lr", 2) == Path("s/cosine_lr_seed2")
+    script = Path(__file__).resolve().parents[1] / "paper_checks" / "gpu_alchemy.py"
+    r = subprocess.run([sys.executable, str(script), "--out", str(tmp_path / "out"), "--size", "quick", "--device",
+                        "cpu", "--workers", "2", "--checks", "--ablation-epochs", "5", "--ablation-horizon", "5",
+                        "--ablation-arms", "authors", "--ablation-seeds", "0", "1", "--deadline", "300"],
+                       capture_output=True, text=True, timeout=400, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads((tmp_path / "out" / "gpu_alchemy.json").read_text())["ablation"]
+    assert [row["arm"] for row in rows] == ["authors", arm_label("authors", 1)] == ["authors", "authors (seed 1)"]
+    assert all(row["status"] == "complete" for row in rows)
+    ids = {json.loads(p.read_text())["seed"] for p in (tmp_path / "out" / "store").glob("*/*/config.json")}
+    assert ids == {0, 1}
