@@ -5,8 +5,10 @@ S6 trains its baseline (the S1 run itself at --size authors) and then the frozen
 processes sharing the GPU (--workers); S1 is then judged from the same baseline (at other sizes its
 run differs from S6's baseline and is trained).
 With --ablation-epochs N it then trains the recipe ablation (paper_checks/recipe_ablation.py: each difference
-between the authors' code and the paper's text put back alone, A at equal epochs) in the time left;
-`--checks` with no names runs the ablation alone.
+between the authors' code and the paper's text put back alone, A at equal epochs) in the time left: each arm is
+the --ablation-horizon-epoch run (default 150, the long run's) paused after N epochs, so schedules are the long
+run's; --ablation-arms and --ablation-seeds choose arms and seeds. `--checks` with no names runs the ablation alone;
+OUT/ablation.csv holds A at equal epochs, OUT/ablation_curves.csv every arm's held-out curves.
 With --stone-checks (e.g. S4 S5) it then runs those checks under the stone-token variation at --stone-size
 (cpu: the committed protocol, 3 seeds) into OUT/store: S4 and S5 are ~35 CPU-hours on an AVX-512 host and
 ~115 on an AVX2 one (paper_checks/reports/alchemy_authors/README.md), minutes on a GPU. Copy OUT/store's finished runs into paper_checks/reports/alchemy_authors/stone_store/ to
@@ -14,7 +16,8 @@ carry them, and judge with `critwin check S4 --size cpu --seeds 3 --input-format
 A run cut by the deadline keeps its resume state in OUT/store: the same command continues it.
 
 Run: python3 paper_checks/gpu_alchemy.py --out OUT [--size authors] [--device cuda] [--workers 8]
-     [--seeds 1] [--freeze-points 3] [--deadline 540] [--ablation-epochs 60] [--checks S6 S1]
+     [--seeds 1] [--freeze-points 3] [--deadline 540] [--ablation-epochs 60] [--ablation-horizon 150]
+     [--ablation-arms ARM ...] [--ablation-seeds 0 1] [--checks S6 S1]
      [--stone-checks S4 S5] [--stone-size cpu] [--stone-seeds 3]
 (On a CPU, `--size quick --device cpu --workers 1` runs the same machinery in about a minute.)
 """

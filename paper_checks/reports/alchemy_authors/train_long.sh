@@ -4,6 +4,8 @@
 # Run it again (same arguments) to continue from the resume state after a stop. On a new machine it first
 # takes the state carried in the repository (carry.py restore), unless the store's own is further on;
 # after a stretch of training, `python3 carry.py save "$STORE/store"` and commit carry/ to carry it on.
+# Seed N > 0 (SIZE=authors, fp32) is carried in carry_seedN/: `python3 carry.py save "$STORE/store" --run-id ID
+# --dir carry_seedN`, its id printed by `critwin train` and named by its resume state.
 # Its run is S1's at --size authors (and S6's baseline), so the checks read it:
 #   critwin check S1 --size authors --seeds 1 --store "$STORE" --no-train
 # SIZE=authors_tiny trains the authors' smallest encoder under the same recipe (carried in carry_tiny/).
@@ -17,13 +19,14 @@ SIZE="${SIZE:-authors}"
 PRECISION="${PRECISION:-}"
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 HERE="$(cd "$(dirname "$0")" && pwd)"
-case "$SIZE${PRECISION:+-$PRECISION}" in
-  authors) CARRY="$HERE/carry" ;;
-  authors_tiny) CARRY="$HERE/carry_tiny" ;;
-  authors-bf16) CARRY="$HERE/carry_bf16" ;;
+case "$SIZE${PRECISION:+-$PRECISION}-$SEED" in
+  authors-0) CARRY="$HERE/carry" ;;
+  authors-*) CARRY="$HERE/carry_seed$SEED" ;;   # another seed of the long run: its own folder
+  authors_tiny-0) CARRY="$HERE/carry_tiny" ;;
+  authors-bf16-0) CARRY="$HERE/carry_bf16" ;;
   *) CARRY="" ;;
 esac
-if [ "$SEED" = 0 ] && [ -n "$CARRY" ] && [ -f "$CARRY/manifest.json" ]; then
+if [ -n "$CARRY" ] && [ -f "$CARRY/manifest.json" ]; then
   python3 "$HERE/carry.py" restore "$STORE/store" --dir "$CARRY" \
     --run-id "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run_id'])" "$CARRY/manifest.json")" || true
 fi
