@@ -45,3 +45,35 @@ def test_a_carried_state_resumes_exactly_and_keeps_only_the_chosen_checkpoints(t
         carry.restore(new, rid, src=repo)
     with pytest.raises(SystemExit, match="not"):
         carry.restore(new, "0" * 16, src=repo)
+
+
+def test_train_long_takes_each_seeds_own_carried_state(tmp_path):
+    """train_long.sh restores seed 0 from carry/ and seed N from carry_seedN/ (never another seed's state), and
+    trains that seed; the script runs beside stand-ins for carry.py and critwin that record their arguments."""
+    import os
+    import shutil
+    import subprocess
+    from pathlib import Path
+    src = Path(__file__).resolve().parents[1] / "paper_checks" / "reports" / "alchemy_authors" / "train_long.sh"
+    here = tmp_path / "reports"
+    here.mkdir()
+    shutil.copy(src, here / "train_long.sh")
+    log = tmp_path / "log"
+    (here / "carry.py").write_text(f"import sys\nopen({str(log)!r}, 'a').write('carry ' + ' '.join(sys.argv[1:]) + '\\n')\n")
+    for d, rid in (("carry", "zero"), ("carry_seed1", "one")):
+        (here / d).mkdir()
+        (here / d / "manifest.json").write_text('{"run_id": "%s"}' % rid)
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "critwin").write_text(f"#!/bin/sh\necho critwin \"$@\" >> {log}\n")
+    (bin_ / "critwin").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}", "STORE": str(tmp_path / "runs")}
+    lines = {}
+    for seed in ("0", "1", "2"):
+        log.write_text("")
+        subprocess.run(["bash", str(here / "train_long.sh"), seed], env=env, check=True, timeout=60)
+        lines[seed] = log.read_text().splitlines()
+    assert lines["0"][0].endswith(f"--dir {here / 'carry'} --run-id zero")
+    assert lines["1"][0].endswith(f"--dir {here / 'carry_seed1'} --run-id one")
+    assert len(lines["2"]) == 1                                     # no carried state for seed 2: none restored
+    assert all(f"--seed {s}" in lines[s][-1] and lines[s][-1].startswith("critwin train alchemy") for s in lines)
