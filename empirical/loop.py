@@ -113,6 +113,8 @@ def drive(stepper, members: list[Member], start: dict | None = None, resume: Pat
     else:
         first = 0
         stepper.evaluate(0)
+    if until is not None and first >= until and first < steps:
+        raise Paused(first, steps)        # its resume state is there already: nothing to train, nothing rewritten
     checkpoints = dict((saved or {}).get("checkpoints", {}))
     t0, wall_before, done = time.perf_counter(), (saved or {}).get("wall", 0.0), first
     saver = ResumeWriter(resume, save_every)

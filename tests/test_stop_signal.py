@@ -113,6 +113,9 @@ def test_a_pause_at_a_step_keeps_the_runs_schedule_and_continues_exactly(tmp_pat
     assert (paused.value.step, paused.value.steps) == (30, 60)
     state = torch.load(resume, weights_only=False)
     assert state["step"] == 30
+    with pytest.raises(Paused) as again:          # the same pause again trains nothing more
+        train(cfg, progress=False, resume=resume, until=30)
+    assert again.value.step == 30 and torch.load(resume, weights_only=False)["step"] == 30
     resumed = train(cfg, progress=False, resume=resume)
     assert resumed.summary["resumed_from_step"] == 30
     pd.testing.assert_frame_equal(resumed.metrics, whole.metrics)

@@ -77,7 +77,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt as stop:      # Ctrl-C, or SIGTERM during training (loop.Stopped names the signal)
         print("critwin: interrupted: runs already stored stay stored; the others keep their resume states"
               " (run the same command again to continue)", file=sys.stderr)
-        return 128 + getattr(stop, "signum", 2)
+        return 128 + (getattr(stop, "signum", None) or 2)
     except OSError as err:      # a full disk, a store that vanished: what could not be written, in one line
         where = f" ({err.filename})" if err.filename else ""
         if getattr(args, "json", False):
