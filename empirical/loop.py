@@ -141,7 +141,7 @@ def drive(stepper, members: list[Member], start: dict | None = None, resume: Pat
                                      and not k.startswith("test_ablate")}, refresh=False)
             if step + 1 in cfg0.checkpoints:            # a pack holds none (engine.pack_key)
                 checkpoints[step + 1] = stepper.state(step + 1)
-            pausing = until is not None and step + 1 >= until and step + 1 < steps
+            pausing = until is not None and step + 1 >= until
             stopping = (stop.signum is not None or pausing) and step + 1 < steps    # the last step is stored
             if (evaluate and saver.due(step + 1, steps)) or (stopping and saver.path is not None):
                 saver.write(stepper.state(step + 1, wall_before + time.perf_counter() - t0, checkpoints))

@@ -53,38 +53,19 @@ def check(ids: str, args, extra: list, deadline: float, size: str | None = None,
     return {"id": ids, "verdict": out["verdict"], "rows": out.get("rows", [])}
 
 
-def held_out_curves(ran: dict, per_epoch: int) -> pd.DataFrame:
-    """Every held-out metric of every arm by epoch, one long table (arm, run_id, epoch, metric, value), so the
-    stages past A (P(B|A), P(C|A,B)) come back from a device too, not only the table of A."""
-    from critwin.empirical.store import RunStore
-    from critwin.paper_checks.alchemy_checks import InProgressView
-    parts = []
-    for arm, (rid, _, where) in ran.items():
-        run = InProgressView(RunStore(where)).complete(rid) if rid else None
-        if run is None:
-            continue
-        m = run.metrics[run.metrics.split == "test"]
-        parts.append(pd.DataFrame({"arm": arm, "run_id": rid, "epoch": m.step / per_epoch,
-                                   "metric": m.metric, "value": m.value}))
-    cols = ["arm", "run_id", "epoch", "metric", "value"]
-    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
-
-
 def ablation(args, deadline: float) -> list[dict]:
-    """The recipe ablation (--ablation-arms at --ablation-seeds) in the time left: its table (also written as OUT/ablation.csv) and every
-    arm's held-out curves (OUT/ablation_curves.csv)."""
+    """The recipe ablation (--ablation-arms at --ablation-seeds) in the time left: its table of A at equal epochs
+    (also written as OUT/ablation.csv) and every arm's held-out curves (OUT/ablation_curves.csv)."""
     from critwin.empirical.presets import alchemy_flat, steps_per_epoch
-    from critwin.empirical.store import RunStore
-    from critwin.paper_checks.recipe_ablation import a_by_epoch, ablation_table, train_arms
+    from critwin.paper_checks.recipe_ablation import a_by_epoch, ablation_table, held_out_curves, train_arms
     ran = train_arms(args.ablation_arms or list(ARMS), args.size, args.ablation_epochs, args.ablation_seeds,
-                     args.device, args.out / "store",
-                     args.workers, deadline, max(args.ablation_horizon, args.ablation_epochs))
+                     args.device, args.out / "store", args.workers, deadline,
+                     max(args.ablation_horizon, args.ablation_epochs))
     per_epoch = steps_per_epoch(alchemy_flat(args.size, "withheld", None, args.ablation_epochs))
-    curves = {arm: a_by_epoch(RunStore(where), rid, per_epoch) if rid else pd.Series(dtype=float)
-              for arm, (rid, _, where) in ran.items()}
-    held_out_curves(ran, per_epoch).to_csv(args.out / "ablation_curves.csv", index=False)
+    curves = held_out_curves(ran, per_epoch)
+    curves.to_csv(args.out / "ablation_curves.csv", index=False)
     step = max(1, args.ablation_epochs // 6)
-    table = ablation_table(curves, range(step, args.ablation_epochs + 1, step))
+    table = ablation_table({arm: a_by_epoch(curves, arm) for arm in ran}, range(step, args.ablation_epochs + 1, step))
     table["status"] = [ran[a][1] for a in table.arm]
     table.to_csv(args.out / "ablation.csv", index=False)
     return table.to_dict("records")

@@ -53,7 +53,7 @@ def arm_label(arm: str, seed: int) -> str:
     return arm if seed == 0 else f"{arm} (seed {seed})"
 
 
-def train_arms(arms, size: str, epochs: int, seeds, device: str, store, workers: int, deadline: float,
+def train_arms(arms, size: str, epochs: int, seeds: list[int], device: str, store, workers: int, deadline: float,
                horizon: int | None = None) -> dict:
     """Train the arms at each of `seeds` side by side (`workers` processes), each in its own store folder
     (`arm_store`), for `epochs` of runs `horizon` epochs long; label (`arm_label`) -> (run id or None, status,
@@ -81,22 +81,32 @@ def train_arms(arms, size: str, epochs: int, seeds, device: str, store, workers:
         why = (f"paused at epoch {epochs} of {horizon} (read from its resume state)" if out["status"] == "paused"
                else out["status"])
         return label, out["run_id"], why, where
-    seeds = [seeds] if isinstance(seeds, int) else list(seeds)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return {label: (rid, why, where) for label, rid, why, where in
                 pool.map(one, [(arm, seed) for seed in seeds for arm in arms])}
 
 
-def a_by_epoch(store, run_id: str, steps_per_epoch: int) -> pd.Series:
-    """Held-out event A per epoch of one run (complete, or its resume state so far)."""
+def held_out_curves(ran: dict, per_epoch: int) -> pd.DataFrame:
+    """Every held-out metric of every arm (`train_arms`'s result) by epoch, one long table (arm, run_id, epoch,
+    metric, value), each run read once, complete or from its resume state so far."""
+    from critwin.empirical.store import RunStore
     from critwin.paper_checks.alchemy_checks import InProgressView
-    run = InProgressView(store).complete(run_id)
-    if run is None:
-        return pd.Series(dtype=float)
-    m = run.metrics
-    a = m[(m.split == "test") & (m.metric == "event_a")].set_index("step").value.sort_index()
-    a.index = a.index / steps_per_epoch
-    return a
+    parts = []
+    for arm, (rid, _, where) in ran.items():
+        run = InProgressView(RunStore(where)).complete(rid) if rid else None
+        if run is None:
+            continue
+        m = run.metrics[run.metrics.split == "test"]
+        parts.append(pd.DataFrame({"arm": arm, "run_id": rid, "epoch": m.step / per_epoch,
+                                   "metric": m.metric, "value": m.value}))
+    cols = ["arm", "run_id", "epoch", "metric", "value"]
+    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
+
+
+def a_by_epoch(curves: pd.DataFrame, arm: str) -> pd.Series:
+    """Held-out event A per epoch of one arm, from `held_out_curves`' table (empty when it has none)."""
+    a = curves[(curves.arm == arm) & (curves.metric == "event_a")]
+    return a.set_index("epoch").value.sort_index().astype(float)
 
 
 def ablation_table(curves: dict, at_epochs) -> pd.DataFrame:

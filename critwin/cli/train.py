@@ -161,13 +161,16 @@ def alchemy_config(args) -> TrainConfig:
         if getattr(args, k) is None:
             setattr(args, k, v)
     args.head_bias = bool(args.head_bias)
+
+    def epochs_to_steps(epochs: int) -> int:
+        return epochs * steps_per_epoch({"task": task, "task_seed": args.task_seed, "batch_size": args.batch_size,
+                                         **task_keys(args)})
     if args.epochs is not None:
         if args.epochs < 1:
             raise ConfigError("epochs", args.epochs, "a positive number of passes over the training set")
         if args.steps is not None and args.steps != preset.get("steps"):
             raise ConfigError("steps", args.steps, "not together with --epochs")
-        args.steps = args.epochs * steps_per_epoch({"task": task, "task_seed": args.task_seed,
-                                                    "batch_size": args.batch_size, **task_keys(args)})
+        args.steps = epochs_to_steps(args.epochs)
     elif args.steps is None:
         raise ConfigError("epochs", None, f"a number of epochs (or --steps) for --size {args.size}")
     if args.stop_at_epoch is not None:
@@ -175,8 +178,7 @@ def alchemy_config(args) -> TrainConfig:
             raise ConfigError("stop_at_epoch", args.stop_at_epoch, "not together with --stop-at")
         if args.stop_at_epoch < 1:
             raise ConfigError("stop_at_epoch", args.stop_at_epoch, "a positive number of passes to pause after")
-        args.stop_at = args.stop_at_epoch * steps_per_epoch({"task": task, "task_seed": args.task_seed,
-                                                             "batch_size": args.batch_size, **task_keys(args)})
+        args.stop_at = epochs_to_steps(args.stop_at_epoch)
     cfg = config_from_args(args, task)
     model_only = {f.name for f in fields(ModelConfig)} - set(vars(args))     # no command-line option of their own
     extra = {k: v for k, v in preset.items() if k in model_only}

@@ -41,7 +41,7 @@ def train_and_store(cfg: TrainConfig, store: RunStore, progress: bool = True, tr
         raise ConfigError("run", run_id, f"a run no other process is training (one is, in {store.root})")
     try:
         run = trainer(cfg, progress=progress, start=branch_start(store, cfg), resume=store.resume_path(run_id),
-                      **({"until": until} if until is not None else {}))
+                      until=until)
         store_trained(store, run, replace=status == "corrupt")
     finally:
         store.release(run_id)
