@@ -128,6 +128,25 @@ def stage_time(steps, curve, metric: str, method: str = "threshold", n: int = 3)
     return changepoint_completion(ChangePointStages().fit(steps, curve))
 
 
+class StageReached:
+    """A pause rule on a run's logged rows (empirical.sweep.Pause's `when`): true once the stage of
+    `metric` on `split` has completed by the threshold rule (`stage_time`), so training it further
+    cannot move the stage's time. A class, not a closure, so a process pool can pickle it."""
+
+    def __init__(self, metric: str, split: str = "test", n: int = 3):
+        self.metric, self.split, self.n = metric, split, n
+
+    def __call__(self, rows) -> bool:
+        pts = sorted((int(r[0]), float(r[3])) for r in rows if r[1] == self.split and r[2] == self.metric)
+        if len(pts) < max(2, self.n):
+            return False
+        steps, values = zip(*pts)
+        return bool(np.isfinite(stage_time(steps, values, self.metric, "threshold", self.n)))
+
+    def __repr__(self) -> str:
+        return f"StageReached({self.metric!r}, {self.split!r}, n={self.n})"
+
+
 NOT_CONDITION = {"run_id", "step", "split", "metric", "value", "seed", "task_seed"}
 
 
@@ -209,7 +228,7 @@ def frozen_configs(baselines: dict, component: str, freeze_steps, branch: bool =
 
 def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "test", delay: float = 0.0,
                       n: int = 3, executor=None, train: bool = True, progress: bool = True,
-                      method: str = "threshold"):
+                      method: str = "threshold", pause=None):
     """Per run of `cfgs` (`plasticity_configs` or `frozen_configs`): freeze a component from each
     step t_f to the end, detect the stage of `metric` per run (the threshold rule, or where the
     curve's last change-point rise completes), and compare with the unfrozen baseline: delta =
@@ -217,28 +236,41 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
     training. The window is the t_f where the mean delta over seeds exceeds `delay`; `final_mean`
     is the curve's last value (freezing may lower the level reached rather than delay it). Frozen runs
     that branch from the baseline's checkpoint at t_f have the same numbers as training them
-    from step 0, at up to half the cost."""
+    from step 0, at up to half the cost, and may start while the baseline still trains (its resume
+    state holds the checkpoint). `pause` (empirical.sweep.Pause) pauses the frozen runs, say at a cap
+    or once the stage is reached (`StageReached`). A run still in training or paused is read as far
+    as it got (`step`): a stage it has not reached counts as that step (`censored`), so its delay is
+    a lower bound, and `settled` says whether more training could still change what it reads."""
     import pandas as pd
     from critwin.empirical.sweep import run_sweep
     check_method(method)
     if train:       # baselines first: the frozen runs start from their checkpoints
         run_sweep([c for k, c in cfgs.items() if k[0] is None], store, executor, progress=progress)
         # a branch of a baseline that failed would be stored as failed (and not retried): leave it for next time
+        have = {src: set(store.checkpoint_steps(src)) for src in
+                {c.branch_point()[0] for k, c in cfgs.items() if k[0] is not None and c.branch}
+                if store.status(src) in (None, "complete")}
         run_sweep([c for k, c in cfgs.items() if k[0] is not None
-                   and (c.branch is None or store.status(c.branch_point()[0]) == "complete")],
-                  store, executor, progress=progress)
-    rows = []
+                   and (c.branch is None or c.branch_point()[1] in have.get(c.branch_point()[0], ()))],
+                  store, executor, progress=progress, pause=pause)
+    rows, until, when = [], getattr(pause, "until", None), getattr(pause, "when", None)
     for (tf, s), c in cfgs.items():
-        run = store.complete(c.run_id())
-        if run is None:
+        got = _curve_so_far(store, c.run_id())
+        if got is None:
             continue
-        m = run.metrics
+        m, step, done = got
         curve = m[(m.split == split) & (m.metric == metric)].sort_values("step")
         if curve.empty:
             raise ConfigError("metric", metric, f"a curve the runs log on split '{split}'")
         t = stage_time(curve.step, curve.value, metric, method, n)
-        rows.append({"freeze_step": tf, "seed": s, "stage_step": t,
-                     "stage_or_end": t if np.isfinite(t) else float(c.steps), "final": float(curve.value.iloc[-1])})
+        # settled: no more training can change what is read, or the pause trains it no further
+        # (stored; a threshold stage reached; at the pause's step; its rule holds)
+        settled = done or (method == "threshold" and np.isfinite(t)) or (until is not None and step >= until) \
+            or (when is not None and when(list(m.itertuples(index=False, name=None))))
+        rows.append({"freeze_step": tf, "seed": s, "stage_step": t, "step": step, "censored": not np.isfinite(t),
+                     "settled": bool(settled),
+                     "stage_or_end": t if np.isfinite(t) else float(c.steps if done else step),
+                     "final": float(curve.value.iloc[-1])})
     per_run = pd.DataFrame(rows)
     if per_run.empty:
         return per_run, pd.DataFrame()
@@ -250,6 +282,16 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
                                            final_mean=("final", "mean"), seeds=("seed", "size")).reset_index())
     table["in_window"] = table.delta_mean > delay
     return per_run, table
+
+
+def _curve_so_far(store, run_id: str):
+    """(metrics, last step, complete?) of a stored run, or of one in training or paused as far as its
+    resume state goes; None when it has neither."""
+    run = store.complete(run_id)
+    if run is not None:
+        return run.metrics, int(run.metrics.step.max()), True
+    part = store.partial(run_id)
+    return None if part is None else (part[0], part[1], False)
 
 
 def _freeze_grid(start: int, stop: int, every: int) -> list[int]:

@@ -92,19 +92,24 @@ class Outcome:
 
 
 def drive(stepper, members: list[Member], start: dict | None = None, resume: Path | None = None,
-          save_every: float | None = None, progress: bool = True, on_steps=None, until: int | None = None) -> Outcome:
+          save_every: float | None = None, progress: bool = True, on_steps=None, until: int | None = None,
+          stop_when=None) -> Outcome:
     """Train `members` with `stepper` from step 0, from `start` (a branch's checkpoint), or from
     the resume state at `resume` when one of these very configs is there; write that state at
     the first evaluation `save_every` seconds after the last write. on_steps(n) hears, at every
     evaluation, the member-steps done since the last. SIGINT or SIGTERM ends it after the step in
     progress, with that state written (`Stopped`), so a stop costs no training. `until` (a step
-    before the end) pauses there the same way (`Paused`): the run keeps its own schedule and steps."""
+    before the end) pauses there the same way (`Paused`): the run keeps its own schedule and steps.
+    `stop_when(rows)` (a member's logged rows -> bool, e.g. a stage reached) pauses the same way at the
+    first evaluation where it holds for every live member (at once, training nothing, if it holds already)."""
     cfg0 = members[0].cfg
     steps = cfg0.steps
     if until is not None and (isinstance(until, bool) or not isinstance(until, int) or until < 1):
         raise ConfigError("stop_at", until, "a step >= 1 to pause at (the run's resume state is kept)")
     if until is not None and until < steps and resume is None:
         raise ConfigError("stop_at", until, "a pause needs a resume state to keep (train into a store)")
+    if stop_when is not None and (resume is None or not callable(stop_when)):
+        raise ConfigError("stop_when", stop_when, "a callable on a run's logged rows, with a resume state to keep")
     saved = read_resume_state(resume, stepper.identity)
     begin = saved or start
     if begin is not None:
@@ -113,9 +118,12 @@ def drive(stepper, members: list[Member], start: dict | None = None, resume: Pat
     else:
         first = 0
         stepper.evaluate(0)
-    if until is not None and first >= until and first < steps:
-        raise Paused(first, steps)        # its resume state is there already: nothing to train, nothing rewritten
+    reached = lambda: stop_when is not None and all(stop_when(m.rows) for m in members if m.alive)  # noqa: E731
     checkpoints = dict((saved or {}).get("checkpoints", {}))
+    if first < steps and ((until is not None and first >= until) or reached()):
+        if saved is None and resume is not None:     # a branch or fresh start: keep where it stands
+            ResumeWriter(resume, save_every).write(stepper.state(first, 0.0, checkpoints))
+        raise Paused(first, steps)        # a resume state already there is left as it was: nothing trained
     t0, wall_before, done = time.perf_counter(), (saved or {}).get("wall", 0.0), first
     saver = ResumeWriter(resume, save_every)
     bar = tqdm(total=steps, initial=first, desc=stepper.label, unit="step", disable=not progress, leave=False,
@@ -141,7 +149,7 @@ def drive(stepper, members: list[Member], start: dict | None = None, resume: Pat
                                      and not k.startswith("test_ablate")}, refresh=False)
             if step + 1 in cfg0.checkpoints:            # a pack holds none (engine.pack_key)
                 checkpoints[step + 1] = stepper.state(step + 1)
-            pausing = until is not None and step + 1 >= until
+            pausing = (until is not None and step + 1 >= until) or (evaluate and reached())
             stopping = (stop.signum is not None or pausing) and step + 1 < steps    # the last step is stored
             if (evaluate and saver.due(step + 1, steps)) or (stopping and saver.path is not None):
                 saver.write(stepper.state(step + 1, wall_before + time.perf_counter() - t0, checkpoints))

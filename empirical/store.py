@@ -11,6 +11,7 @@ temporary folders are stale and are taken over or removed.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -360,21 +361,41 @@ class RunStore:
         return None
 
     def checkpoint_steps(self, run_id: str) -> list[int]:
-        """The steps after which `run_id` stored a checkpoint (without reading them)."""
+        """The steps after which `run_id` stored a checkpoint: in its folder once stored (without
+        reading them), else those its resume state holds while it trains."""
         folder = self.path(run_id) / CHECKPOINTS
-        return sorted(int(p.stem.split("_")[1]) for p in folder.glob("step_*.pt")) if folder.is_dir() else []
+        if folder.is_dir():
+            return sorted(int(p.stem.split("_")[1]) for p in folder.glob("step_*.pt"))
+        return sorted(int(k) for k in self._training_checkpoints(run_id))
 
     def checkpoint(self, run_id: str, step: int) -> dict:
-        """The training state `run_id` saved after `step` (its config's `checkpoints`)."""
+        """The training state `run_id` saved after `step` (its config's `checkpoints`): from its
+        folder, or from its resume state while it trains (so a branch need not wait for the end)."""
         import torch
         path = self.path(run_id) / CHECKPOINTS / f"step_{int(step)}.pt"
         if not path.is_file():
-            raise ConfigError("branch", f"{run_id}@{step}", f"a stored checkpoint of a run in {self.root}"
-                                                           f" (that run has {self.checkpoint_steps(run_id) or 'none'})")
+            blob = None if (self.path(run_id) / CHECKPOINTS).is_dir() else \
+                self._training_checkpoints(run_id).get(int(step))
+            if blob is None:
+                raise ConfigError("branch", f"{run_id}@{step}", f"a stored checkpoint of a run in {self.root}"
+                                                               f" (that run has {self.checkpoint_steps(run_id) or 'none'})")
+            return torch.load(io.BytesIO(blob), map_location="cpu", weights_only=False)
         try:
             return torch.load(path, map_location="cpu", weights_only=False)
         except Exception as e:  # noqa: BLE001 - an unreadable checkpoint is damage
             raise CorruptRunError(self.path(run_id), f"checkpoint {path.name} unreadable ({e})") from None
+
+    def _training_checkpoints(self, run_id: str) -> dict:
+        """{step: serialized state} that the resume state of a run still training holds ({} if none)."""
+        import torch
+        path = self.resume_path(run_id)
+        if not path.is_file():
+            return {}
+        try:
+            return {int(k): v for k, v in torch.load(path, map_location="cpu", weights_only=False)
+                    .get("checkpoints", {}).items()}
+        except Exception:  # noqa: BLE001 - a damaged state reads as no state (in_progress reports it)
+            return {}
 
     def load(self, run_id: str) -> Run:
         return read_run(self.path(run_id))

@@ -119,7 +119,8 @@ def initial_model(cfg: TrainConfig):
 
 
 def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | None = None,
-          resume: Path | None = None, save_every: float | None = None, until: int | None = None) -> Run:
+          resume: Path | None = None, save_every: float | None = None, until: int | None = None,
+          stop_when=None) -> Run:
     """Train one model. Deterministic on CPU for a given config (seeded init and batches).
     on_steps(n), if given, is called at every evaluation with the steps done since the last.
     A config with `branch` starts from `start`, the source run's checkpoint (RunStore.checkpoint):
@@ -128,14 +129,16 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
     write (default: $CRITWIN_RESUME_SECONDS, else 300), and a run killed midway continues from
     that file on its next start, with the numbers of an uninterrupted run (the caller deletes
     the file once the run is stored). `until`: pause at that step with the resume state written
-    (`loop.Paused`). The loop is `loop.drive`'s; the step is ModelStepper's."""
+    (`loop.Paused`), as at the first evaluation where `stop_when(rows)` holds (say, a stage
+    reached). The loop is `loop.drive`'s; the step is ModelStepper's."""
     device = _device(cfg.device)
     if (cfg.branch is None) != (start is None):
         raise ConfigError("branch", cfg.branch, "a config with branch, trained from its checkpoint (start)")
     model, data = initial_model(cfg)
     model = model.to(device)
     member = Member.of(cfg, data)
-    out = drive(ModelStepper(member, model, device), [member], start, resume, save_every, progress, on_steps, until)
+    out = drive(ModelStepper(member, model, device), [member], start, resume, save_every, progress, on_steps, until,
+                stop_when)
     return finish_run(cfg, data, member.rows, member.last, member.status, member.error, out.wall,
                       sum(p.numel() for p in model.parameters()), out.checkpoints,
                       {"resumed_from_step": out.first} if out.resumed else None)

@@ -390,7 +390,11 @@ class PlasticityCheck:
     Below paper size no stage reaches its threshold (A plateaus near 0.75 at cpu size), so
     there the stage is A's rise timed by change points (`small_stage`), labelled as such.
     Under stone tokens (a variation, quick and cpu sizes) A completes at the first evaluation, so
-    the stage is the middle one, P(C given A,B), by the threshold rule (`stone_stage`)."""
+    the stage is the middle one, P(C given A,B), by the threshold rule (`stone_stage`).
+    At the authors' size the long run completes only A in its 150 epochs (C comes at ~200 in the
+    paper), so the stage is A by the threshold rule (`authors_stage`). Its frozen branches pause once
+    A completes (training on cannot move its time) or at epoch `authors_cap` (a delay past the cap is
+    censored: a lower bound), so a branch costs epochs until A, not the run's 150."""
 
     id: str = "S6"
     claim: str = ("layer-specific plasticity windows: freezing a layer before a stage completes delays it;"
@@ -398,6 +402,8 @@ class PlasticityCheck:
     metric: str = "event_c"
     small_stage: tuple = ("event_a", "changepoint")    # (metric, method) at the quick and cpu sizes
     stone_stage: tuple = ("p_c_given_ab", "threshold")  # (metric, method) under stone tokens
+    authors_stage: tuple = ("event_a", "threshold")     # (metric, method) at the authors' recipe
+    authors_cap: int = 80                               # epoch at which a frozen branch stops at the latest
     points: int = 9
     seeds: int = 2
     tolerance: float = 0.0
@@ -408,7 +414,19 @@ class PlasticityCheck:
         """(metric, detection method) of the stage whose delay is measured at `size` and input format."""
         if input_format == "stone_states":
             return self.stone_stage
-        return (self.metric, "threshold") if size in ("paper", "authors") else self.small_stage
+        if size == "authors":
+            return self.authors_stage
+        return (self.metric, "threshold") if size == "paper" else self.small_stage
+
+    def pause(self, size: str, flat: dict):
+        """How the frozen branches pause (None: they train to the end): at the authors' size once their
+        stage completes, or at epoch `authors_cap`."""
+        if size != "authors":
+            return None
+        from critwin.bridge.stage_detection import StageReached
+        from critwin.empirical.sweep import Pause
+        return Pause(until=flat["steps"] // AUTHORS_EPOCHS * self.authors_cap,
+                     when=StageReached(self.authors_stage[0]))
 
     def plan(self, size: str, seeds: int | None = None, points: int | None = None, input_format: str | None = None):
         """(flat config, freeze steps, components, seeds, grid spacing); `points` freeze steps
@@ -424,7 +442,8 @@ class PlasticityCheck:
         if size == "authors":       # the S1 run itself is the baseline; freezes branch from its checkpoints
             flat = size_flat(size, "withheld")
             ckpts = flat["checkpoints"]
-            grid = [ckpts[round(i * (len(ckpts) - 1) / max(1, points - 1))] for i in range(points)] \
+            # evenly over the checkpoints, halves rounded up (3 points: epochs 10, 80, 140, those carry.py keeps)
+            grid = [ckpts[int(i * (len(ckpts) - 1) / max(1, points - 1) + 0.5)] for i in range(points)] \
                 if points > 1 else [ckpts[0]]
             grid = sorted(set(grid))
             every = ckpts[0]
@@ -461,12 +480,15 @@ class PlasticityCheck:
         if precision != "fp32":
             flat = {**flat, "precision": precision}
         metric, method = self.stage(size, input_format)
-        rows, windows, last, reached, finals = [], {}, {}, [], []
+        pause = self.pause(size, flat)
+        rows, windows, last, reached, finals, unsettled = [], {}, {}, [], [], 0
         for comp in comps:
             per_run, table = plasticity_window(plasticity_configs(flat, comp, grid, seed_range, freeze_optimizer="rebuild"),
                                                store, metric,
-                                               "test", every, 3, executor, train, progress, method)
+                                               "test", every, 3, executor, train, progress, method, pause)
+            # a planned run not yet trained, or trained partway, could still change its stage time
             base = per_run[per_run.freeze_step.isna()] if len(per_run) else per_run
+            unsettled += len(grid) * len(seed_range) - int(per_run.settled.sum() - base.settled.sum() if len(per_run) else 0)
             reached = [float(np.isfinite(t)) for t in base.get("stage_step", [])]
             finals = list(base.get("final", []))
             # a delay needs the stage in the baseline: one that never completes it (a size too small
@@ -489,6 +511,10 @@ class PlasticityCheck:
         rows.append(_row(f"delay when frozen at the last point, step {grid[-1]} (steps)",
                          [last[c] for c in comps], [0.0, float(every)], 0.0))
         v = verdict(rows, self.tolerance)
+        unsettled += len(seed_range) - int(base.settled.sum() if len(base) else 0)
+        if unsettled:   # censored delays of runs still to train are lower bounds only: no verdict yet
+            v = f"inconclusive (in progress: {unsettled} of {(len(grid) * len(comps) + 1) * len(seed_range)} runs" \
+                " still to train)"
         if len(grid) != self.points:
             v = f"{v} ({len(grid)} of the protocol's {self.points} freeze points)"
         v = _size_note(v, size, len(seed_range), self.seeds)
@@ -500,7 +526,8 @@ class PlasticityCheck:
                 **({"input_format": input_format} if input_format in INPUT_LABELS else {}),
                 "metric": f"{metric} stage delay (steps; stage by {method})",
                 "seeds": len(seed_range), "protocol_seeds": self.seeds, "tolerance": self.tolerance,
-                "freeze_steps": grid, "freeze_points": len(grid), "protocol_freeze_points": self.points, "rows": rows,
+                "freeze_steps": grid, "freeze_points": len(grid), "protocol_freeze_points": self.points,
+                "runs_to_train": unsettled, "rows": rows,
                 "verdict": v, "notes": self.notes}
 
 

@@ -92,6 +92,15 @@ class Pack:
     resume: str | None = None
 
 
+@dataclass(frozen=True)
+class Pause:
+    """Where a sweep pauses each run it trains alone (`loop.drive`'s until and stop_when): at step
+    `until`, or at the first evaluation where `when(rows)` holds; the run keeps its resume state and
+    is not stored. `when` must pickle for a process pool (a module-level class, not a lambda)."""
+    until: int | None = None
+    when: object = None
+
+
 LOST = ("cut short when a worker process died (killed, e.g. out of memory, or a script that starts its sweep"
         ' outside `if __name__ == "__main__":`); not stored: rerun to continue it from its resume state')
 
@@ -125,14 +134,20 @@ def _report_steps(n: int) -> None:
 
 def run_config(item) -> dict:
     """Worker task: train one resolved config, or (config, checkpoint or None, resume file or
-    None) for a run trained alone; never raises (errors come back as data)."""
+    None[, Pause]) for a run trained alone; never raises (errors come back as data, and a run
+    paused by its Pause as {"paused": step}, its resume state kept)."""
     from critwin.empirical.config import TrainConfig
+    from critwin.empirical.loop import Paused
     from critwin.empirical.train import train
-    config, start, resume = item if isinstance(item, tuple) else (item, None, None)
+    config, start, resume, pause = (item + (None,))[:4] if isinstance(item, tuple) else (item, None, None, None)
+    pause = pause or Pause()
     try:
         _one_thread()
         return {"config": config, "run": train(TrainConfig.from_dict(config), progress=False,
-                                               on_steps=_report_steps, start=start, resume=resume)}
+                                               on_steps=_report_steps, start=start, resume=resume,
+                                               until=pause.until, stop_when=pause.when)}
+    except Paused as p:
+        return {"config": config, "paused": p.step}
     except Exception as e:  # noqa: BLE001 - a failed run is recorded, not raised
         return {"config": config, "error": f"{type(e).__name__}: {e}",
                 "traceback": traceback.format_exc()}

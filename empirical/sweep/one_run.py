@@ -25,14 +25,15 @@ def store_trained(store: RunStore, run: Run, replace: bool) -> None:
 
 
 def train_and_store(cfg: TrainConfig, store: RunStore, progress: bool = True, trainer=train,
-                    until: int | None = None) -> tuple[Run, str | None]:
+                    until: int | None = None, stop_when=None) -> tuple[Run, str | None]:
     """`cfg`'s run: from `store` when stored (complete, failed or diverged), else trained here:
     claimed (a ConfigError when another live process holds it), trained (continuing from its
     resume state after a kill; a branch from its source's checkpoint), saved (replacing a damaged
     folder), released. Returns the run and its status in the store before: None (not stored),
     'corrupt' (replaced) or one of STORED (returned as stored). `trainer`: what trains it, with
     `train`'s signature (the caller's own, so a test can stand in for it). `until`: pause the training
-    at that step, its resume state kept (`loop.Paused` is raised; the run is not stored)."""
+    at that step, its resume state kept (`loop.Paused` is raised; the run is not stored); `stop_when`
+    pauses it the same way at the first evaluation where it holds on the run's rows."""
     run_id = cfg.run_id()
     status = store.status(run_id)
     if status in STORED:
@@ -41,7 +42,7 @@ def train_and_store(cfg: TrainConfig, store: RunStore, progress: bool = True, tr
         raise ConfigError("run", run_id, f"a run no other process is training (one is, in {store.root})")
     try:
         run = trainer(cfg, progress=progress, start=branch_start(store, cfg), resume=store.resume_path(run_id),
-                      until=until)
+                      until=until, stop_when=stop_when)
         store_trained(store, run, replace=status == "corrupt")
     finally:
         store.release(run_id)

@@ -13,7 +13,7 @@ from critwin.empirical.config import TrainConfig
 from critwin.empirical.engine import on_engine, pack_size, packs
 from critwin.empirical.environment import environment
 from critwin.empirical.store import Run, RunStore
-from critwin.empirical.sweep.executors import LOST, LocalExecutor, Pack, run_pack
+from critwin.empirical.sweep.executors import LOST, LocalExecutor, Pack, Pause, run_pack
 from critwin.empirical.sweep.one_run import branch_start, store_trained
 from tqdm.auto import tqdm
 
@@ -29,6 +29,7 @@ class SweepResult:
     repaired: list = field(default_factory=list)   # run ids whose damaged folder was replaced
     busy: list = field(default_factory=list)       # run ids another live process was training
     lost: list = field(default_factory=list)       # run ids cut short by a dead worker: not stored, resumable
+    paused: list = field(default_factory=list)     # (run id, step) paused by the sweep's Pause: resume state kept
     unstored: list = field(default_factory=list)   # (run id, reason) trained but not written (e.g. a full disk)
     pack_fallbacks: list = field(default_factory=list)  # (run id, the error that made its pack train it alone)
 
@@ -40,11 +41,12 @@ class SweepResult:
     def to_dict(self) -> dict:
         return {"total": self.total, "skipped": len(self.skipped), "done": len(self.done),
                 "failed": len(self.failed), "repaired": len(self.repaired), "busy": len(self.busy),
-                "lost": len(self.lost), "not_stored": len(self.unstored), "pack_fallbacks": len(self.pack_fallbacks),
+                "lost": len(self.lost), "paused": len(self.paused), "not_stored": len(self.unstored), "pack_fallbacks": len(self.pack_fallbacks),
                 "failures": [{"run_id": r, "error": e} for r, e in self.failed],
                 "not_stored_runs": [{"run_id": r, "reason": e} for r, e in self.unstored],
                 "pack_fallback_runs": [{"run_id": r, "error": e} for r, e in self.pack_fallbacks],
-                "repaired_ids": list(self.repaired), "busy_ids": list(self.busy), "lost_ids": list(self.lost)}
+                "repaired_ids": list(self.repaired), "busy_ids": list(self.busy), "lost_ids": list(self.lost),
+                "paused_runs": [{"run_id": r, "step": s} for r, s in self.paused]}
 
     def describe(self) -> str:
         text = (f"{self.total} runs: {len(self.done)} trained, {len(self.skipped)} already stored,"
@@ -55,6 +57,8 @@ class SweepResult:
             text += f", {len(self.busy)} left to another process that is training them"
         if self.lost:
             text += f", {len(self.lost)} {LOST}"
+        if self.paused:
+            text += f", {len(self.paused)} paused (resume states kept: the same sweep without the pause continues them)"
         if self.unstored:
             text += f", {len(self.unstored)} trained but not stored ({self.unstored[0][1]})"
         if self.pack_fallbacks:
@@ -132,13 +136,15 @@ def resumed_packs(store: RunStore, todo: list[TrainConfig], size: int | None, st
 
 
 def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_failed: bool = False,
-              progress: bool = True, pack: int | None = None) -> SweepResult:
+              progress: bool = True, pack: int | None = None, pause: Pause | None = None) -> SweepResult:
     """Train every config not yet in `store`; the store is written here, one run at a time.
     Compatible configs train as packs of up to `pack` members in one process (None: the
     executor's pack, else the engine's default for their device; 1: each alone); each member
     is stored as its own run, under the id it has alone. A run trained alone that is killed
     midway continues from its last resume state (RunStore.resume_path) on the next sweep, and
-    so does a pack killed midway whose members are all still to train (RunStore.pack_resume_path)."""
+    so does a pack killed midway whose members are all still to train (RunStore.pack_resume_path).
+    `pause` (runs trained alone only) pauses each run at a step or once its rows meet a rule, such as
+    a stage reached: the run keeps its resume state, is not stored, and is listed in `paused`."""
     executor = executor or LocalExecutor()
     _not_while_importing_main(executor)
     store.ensure_writable()          # before any training: a store we cannot write loses the runs
@@ -147,6 +153,9 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
     for c in todo:                   # a branch needs its source's checkpoint: refuse before any training
         if c.branch and c.branch_point()[1] not in store.checkpoint_steps(c.branch_point()[0]):
             store.checkpoint(*c.branch_point())      # raises, naming the checkpoints the source has
+    if pause is not None and any(on_engine(c, pack if pack is not None else getattr(executor, "pack", None))
+                                 for c in todo):
+        raise ConfigError("pause", pause, "runs trained alone (branches, or a sweep with pack 1)")
     res = SweepResult(len(configs), skipped=skip)
     claims: set = set()
     pack_files: dict = {}       # run id -> the pack resume states that hold it (dropped once it is stored)
@@ -177,7 +186,7 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                     continue
                 try:
                     start = branch_start(store, c)
-                    items.append((c.resolved(), start, str(store.resume_path(rid))))
+                    items.append((c.resolved(), start, str(store.resume_path(rid)), pause))
                 except (ConfigError, CorruptRunError) as e:     # no source checkpoint: this run fails, others go on
                     store.save(failed_run(c.resolved(), str(e), ""), replace=rid in damaged)
                     store.release(rid)
@@ -200,11 +209,14 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
         outs = (out for group in executor.imap(run_pack, hand_out(), on_steps=steps.update if progress else None)
                 for out in group)
         for out in outs:
-            if "lost" in out:           # not its own failure: nothing stored, its resume state kept
+            if "lost" in out or "paused" in out:    # nothing stored, its resume state kept
                 rid = TrainConfig.from_dict(out["config"]).run_id()
                 store.release(rid)
                 claims.discard(rid)
-                res.lost.append(rid)
+                if "lost" in out:
+                    res.lost.append(rid)
+                else:
+                    res.paused.append((rid, out["paused"]))
                 bar.update(1)
                 continue
             run = out.get("run") or failed_run(out["config"], out["error"], out.get("traceback", ""))

@@ -23,9 +23,10 @@ from pathlib import Path
 import torch
 
 from critwin.empirical.store import write_atomic
+from critwin.paper_checks.claims import CHECKS
 
 RUN_ID = "4fd235a0283b7550"            # train_long.sh's run (seed 0); its id is its config's hash
-KEEP = (3430, 27440, 48020)             # S6's 3-point grid at the authors' size: epochs 10, 80, 140
+KEEP = tuple(CHECKS["S6"].plan("authors", points=3)[1])   # S6's 3-point grid at the authors' size: epochs 10, 80, 140
 HERE = Path(__file__).resolve().parent / "carry"
 
 
