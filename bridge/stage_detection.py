@@ -253,7 +253,7 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
         run_sweep([c for k, c in cfgs.items() if k[0] is not None
                    and (c.branch is None or c.branch_point()[1] in have.get(c.branch_point()[0], ()))],
                   store, executor, progress=progress, pause=pause)
-    rows, until, when = [], getattr(pause, "until", None), getattr(pause, "when", None)
+    rows = []
     for (tf, s), c in cfgs.items():
         got = _curve_so_far(store, c.run_id())
         if got is None:
@@ -265,8 +265,8 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
         t = stage_time(curve.step, curve.value, metric, method, n)
         # settled: no more training can change what is read, or the pause trains it no further
         # (stored; a threshold stage reached; at the pause's step; its rule holds)
-        settled = done or (method == "threshold" and np.isfinite(t)) or (until is not None and step >= until) \
-            or (when is not None and when(list(m.itertuples(index=False, name=None))))
+        settled = done or (method == "threshold" and np.isfinite(t)) or \
+            (pause is not None and pause.settles(list(m.itertuples(index=False, name=None)), step))
         rows.append({"freeze_step": tf, "seed": s, "stage_step": t, "step": step, "censored": not np.isfinite(t),
                      "settled": bool(settled),
                      "stage_or_end": t if np.isfinite(t) else float(c.steps if done else step),
@@ -285,11 +285,12 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
 
 
 def _curve_so_far(store, run_id: str):
-    """(metrics, last step, complete?) of a stored run, or of one in training or paused as far as its
-    resume state goes; None when it has neither."""
-    run = store.complete(run_id)
-    if run is not None:
-        return run.metrics, int(run.metrics.step.max()), True
+    """(metrics, last step, complete?) of a stored run (complete, or paused), else of one in training
+    as far as its resume state goes; None when it has neither."""
+    status = store.status(run_id)
+    if status in ("complete", "paused"):
+        run = store.load(run_id)
+        return run.metrics, int(run.summary["steps_done"]), status == "complete"
     part = store.partial(run_id)
     return None if part is None else (part[0], part[1], False)
 

@@ -123,7 +123,7 @@ def drive(stepper, members: list[Member], start: dict | None = None, resume: Pat
     if first < steps and ((until is not None and first >= until) or reached()):
         if saved is None and resume is not None:     # a branch or fresh start: keep where it stands
             ResumeWriter(resume, save_every).write(stepper.state(first, 0.0, checkpoints))
-        raise Paused(first, steps)        # a resume state already there is left as it was: nothing trained
+        raise Paused(first, steps, (saved or {}).get("wall", 0.0))   # a resume state there is left as it was
     t0, wall_before, done = time.perf_counter(), (saved or {}).get("wall", 0.0), first
     saver = ResumeWriter(resume, save_every)
     bar = tqdm(total=steps, initial=first, desc=stepper.label, unit="step", disable=not progress, leave=False,
@@ -156,7 +156,8 @@ def drive(stepper, members: list[Member], start: dict | None = None, resume: Pat
             bar.update(1)
             if stopping:
                 bar.close()
-                raise Stopped(stop.signum) if stop.signum is not None else Paused(step + 1, steps)
+                raise Stopped(stop.signum) if stop.signum is not None else \
+                    Paused(step + 1, steps, wall_before + time.perf_counter() - t0)
     bar.close()
     return Outcome(first, saved is not None, wall_before + time.perf_counter() - t0, checkpoints)
 
@@ -171,12 +172,13 @@ class Stopped(KeyboardInterrupt):
 
 
 class Paused(Stopped):
-    """Training paused at the step asked for (`drive(until=...)`), its resume state written: the same
-    config trained again without a pause continues it, as if it had never stopped."""
+    """Training paused at the step asked for (`drive(until=...)`, or its stop_when), its resume state
+    written: the same config trained again without a pause continues it, as if it had never stopped.
+    `wall`: its training seconds so far; `run` (set by `train`): the Run so far, status 'paused'."""
 
-    def __init__(self, step: int, steps: int):
+    def __init__(self, step: int, steps: int, wall: float = 0.0):
         KeyboardInterrupt.__init__(self, f"paused at step {step} of {steps}")
-        self.signum, self.step, self.steps = None, step, steps
+        self.signum, self.step, self.steps, self.wall, self.run = None, step, steps, wall, None
 
 
 class StopOnSignal:

@@ -142,7 +142,8 @@ class RunStore:
         return final
 
     def status(self, run_id: str) -> str | None:
-        """'complete', 'failed', 'diverged'; 'corrupt' for a folder that cannot be read back
+        """'complete', 'failed', 'diverged', 'paused' (trained part of the way: a pause's, with its
+        resume state beside it); 'corrupt' for a folder that cannot be read back
         whole (a missing or truncated file); None when the run is not stored."""
         path = self.path(run_id)
         if not path.is_dir():

@@ -21,7 +21,7 @@ from critwin.empirical.interventions import (
     frozen_parameters,
 )
 from critwin.empirical.interventions.second_moment import AdamFrozenSecondMoment
-from critwin.empirical.loop import Member, drive
+from critwin.empirical.loop import Member, Paused, drive
 from critwin.empirical.metrics import (
     decay_mechanism,
     evaluate_split,
@@ -129,18 +129,24 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
     write (default: $CRITWIN_RESUME_SECONDS, else 300), and a run killed midway continues from
     that file on its next start, with the numbers of an uninterrupted run (the caller deletes
     the file once the run is stored). `until`: pause at that step with the resume state written
-    (`loop.Paused`), as at the first evaluation where `stop_when(rows)` holds (say, a stage
-    reached). The loop is `loop.drive`'s; the step is ModelStepper's."""
+    (`loop.Paused`, carrying the Run so far with status 'paused'), as at the first evaluation where
+    `stop_when(rows)` holds (say, a stage reached). The loop is `loop.drive`'s; the step is ModelStepper's."""
     device = _device(cfg.device)
     if (cfg.branch is None) != (start is None):
         raise ConfigError("branch", cfg.branch, "a config with branch, trained from its checkpoint (start)")
     model, data = initial_model(cfg)
     model = model.to(device)
     member = Member.of(cfg, data)
-    out = drive(ModelStepper(member, model, device), [member], start, resume, save_every, progress, on_steps, until,
-                stop_when)
+    n_parameters = sum(p.numel() for p in model.parameters())
+    try:
+        out = drive(ModelStepper(member, model, device), [member], start, resume, save_every, progress, on_steps,
+                    until, stop_when)
+    except Paused as p:     # what was trained so far, as a run of its own status (a store keeps it)
+        p.run = finish_run(cfg, data, member.rows, member.last, "paused", None, p.wall, n_parameters,
+                           extra={"steps_done": p.step})
+        raise
     return finish_run(cfg, data, member.rows, member.last, member.status, member.error, out.wall,
-                      sum(p.numel() for p in model.parameters()), out.checkpoints,
+                      n_parameters, out.checkpoints,
                       {"resumed_from_step": out.first} if out.resumed else None)
 
 

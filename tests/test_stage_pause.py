@@ -78,7 +78,10 @@ def test_a_sweep_pause_keeps_the_runs_and_the_same_sweep_without_it_finishes_the
         run_sweep(base, s, progress=False)
     res = run_sweep(frozen, store, LocalExecutor(1), progress=False, pause=Pause(until=40))
     assert sorted(res.paused) == sorted((c.run_id(), 40) for c in frozen) and not res.done
-    assert all(store.status(c.run_id()) is None and store.partial(c.run_id())[1] == 40 for c in frozen)
+    assert all(store.status(c.run_id()) == "paused" and store.partial(c.run_id())[1] == 40 for c in frozen)
+    assert all(store.load(c.run_id()).summary["steps_done"] == 40 for c in frozen)
+    again = run_sweep(frozen, store, progress=False, pause=Pause(until=40))     # where this pause leaves them
+    assert sorted(again.skipped) == sorted(c.run_id() for c in frozen) and not again.paused
     assert "2 paused" in res.describe()
     run_sweep(frozen, store, progress=False)
     run_sweep(frozen, ref, progress=False)
@@ -105,10 +108,12 @@ def test_plasticity_reads_paused_branches_as_settled_or_lower_bounds(tmp_path):
     got = per_run.set_index("freeze_step", drop=False)
     assert got.settled.all()
     assert list(got.step) == [80, 50, 50]           # baseline stored; branches paused at the rule's first evaluation
-    assert all(store.status(cfgs[(tf, 0)].run_id()) is None for tf in (20, 40))
-    # cut one branch short: delete its resume state and train it to step 30 only (as a kill would leave it)
+    assert all(store.status(cfgs[(tf, 0)].run_id()) == "paused" for tf in (20, 40))
+    # cut one branch short: delete it and train it to step 30 only (a kill leaves a resume state, no folder)
+    import shutil
     c = cfgs[(20, 0)]
     store.drop_resume(c.run_id())
+    shutil.rmtree(store.path(c.run_id()))
     with pytest.raises(Paused):
         train(c, progress=False, start=store.checkpoint(*c.branch_point()), resume=store.resume_path(c.run_id()),
               until=30)

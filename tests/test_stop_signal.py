@@ -141,6 +141,12 @@ def test_critwin_train_stop_at_epoch_pauses_and_the_same_command_continues(tmp_p
     assert r.returncode == 0, r.stderr
     paused = json.loads(r.stdout)
     assert paused["status"] == "paused" and paused["step"] * 4 == paused["steps"]
+    from critwin.empirical import RunStore
+    store = RunStore(tmp_path / "s")             # what was trained is stored, as paused, beside its resume state
+    kept = store.load(paused["run_id"])
+    assert kept.summary["status"] == "paused" and kept.summary["steps_done"] == paused["step"]
+    assert kept.metrics.step.max() <= paused["step"] and store.resume_path(paused["run_id"]).is_file()
     r = subprocess.run(base, capture_output=True, text=True, cwd=tmp_path, timeout=300)
     done = json.loads(r.stdout)
     assert done["run_id"] == paused["run_id"] and done["summary"]["resumed_from_step"] == paused["step"]
+    assert store.status(done["run_id"]) == "complete" and not store.resume_path(done["run_id"]).is_file()

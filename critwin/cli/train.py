@@ -200,7 +200,7 @@ def train_one(args, cfg):
     except Paused as p:
         rid, where = cfg.run_id(), store.resume_path(cfg.run_id())
         return ({"run_id": rid, "status": "paused", "step": p.step, "steps": p.steps, "resume_state": str(where)},
-                f"run {rid} paused at step {p.step} of {p.steps}; its resume state: {where}"
+                f"run {rid} paused at step {p.step} of {p.steps} (stored as paused); its resume state: {where}"
                 " (the same command without the pause continues it)")
     run_id, cached = cfg.run_id(), status in STORED
     path = store.path(run_id)

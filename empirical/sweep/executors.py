@@ -100,6 +100,10 @@ class Pause:
     until: int | None = None
     when: object = None
 
+    def settles(self, rows, step: int) -> bool:
+        """Whether a run trained to `step` with these logged rows is where this pause leaves it."""
+        return (self.until is not None and step >= self.until) or (self.when is not None and bool(self.when(rows)))
+
 
 LOST = ("cut short when a worker process died (killed, e.g. out of memory, or a script that starts its sweep"
         ' outside `if __name__ == "__main__":`); not stored: rerun to continue it from its resume state')
@@ -135,7 +139,7 @@ def _report_steps(n: int) -> None:
 def run_config(item) -> dict:
     """Worker task: train one resolved config, or (config, checkpoint or None, resume file or
     None[, Pause]) for a run trained alone; never raises (errors come back as data, and a run
-    paused by its Pause as {"paused": step}, its resume state kept)."""
+    paused by its Pause as {"paused": step, "run": the Run so far}, its resume state kept)."""
     from critwin.empirical.config import TrainConfig
     from critwin.empirical.loop import Paused
     from critwin.empirical.train import train
@@ -147,7 +151,7 @@ def run_config(item) -> dict:
                                                on_steps=_report_steps, start=start, resume=resume,
                                                until=pause.until, stop_when=pause.when)}
     except Paused as p:
-        return {"config": config, "paused": p.step}
+        return {"config": config, "paused": p.step, "run": p.run}
     except Exception as e:  # noqa: BLE001 - a failed run is recorded, not raised
         return {"config": config, "error": f"{type(e).__name__}: {e}",
                 "traceback": traceback.format_exc()}

@@ -3,6 +3,7 @@ its training in worker processes) and `critwin train` (in this process) share.""
 from __future__ import annotations
 
 from critwin.empirical.config import TrainConfig
+from critwin.empirical.loop import Paused
 from critwin.empirical.store import Run, RunStore
 from critwin.empirical.train import train
 
@@ -15,6 +16,13 @@ def branch_start(store: RunStore, cfg: TrainConfig) -> dict | None:
     """The checkpoint a branch starts from (RunStore.checkpoint raises, naming the checkpoints the
     source has, when that one is missing); None for a run from step 0."""
     return store.checkpoint(*cfg.branch_point()) if cfg.branch else None
+
+
+def store_paused(store: RunStore, run: Run | None) -> None:
+    """Save the part of a run trained before its pause (status 'paused', over an earlier pause's
+    folder), keeping its resume state: the next training of its config continues from there."""
+    if run is not None:
+        store.save(run, replace=store.status(run.run_id) is not None)
 
 
 def store_trained(store: RunStore, run: Run, replace: bool) -> None:
@@ -32,8 +40,9 @@ def train_and_store(cfg: TrainConfig, store: RunStore, progress: bool = True, tr
     folder), released. Returns the run and its status in the store before: None (not stored),
     'corrupt' (replaced) or one of STORED (returned as stored). `trainer`: what trains it, with
     `train`'s signature (the caller's own, so a test can stand in for it). `until`: pause the training
-    at that step, its resume state kept (`loop.Paused` is raised; the run is not stored); `stop_when`
-    pauses it the same way at the first evaluation where it holds on the run's rows."""
+    at that step, its resume state kept and what was trained stored with status 'paused' (then
+    `loop.Paused` is raised); `stop_when` pauses it the same way at the first evaluation where it
+    holds on the run's rows. A paused run is trained on (and replaced) by the next call."""
     run_id = cfg.run_id()
     status = store.status(run_id)
     if status in STORED:
@@ -41,9 +50,13 @@ def train_and_store(cfg: TrainConfig, store: RunStore, progress: bool = True, tr
     if not store.claim(run_id):
         raise ConfigError("run", run_id, f"a run no other process is training (one is, in {store.root})")
     try:
-        run = trainer(cfg, progress=progress, start=branch_start(store, cfg), resume=store.resume_path(run_id),
-                      until=until, stop_when=stop_when)
-        store_trained(store, run, replace=status == "corrupt")
+        try:
+            run = trainer(cfg, progress=progress, start=branch_start(store, cfg), resume=store.resume_path(run_id),
+                          until=until, stop_when=stop_when)
+        except Paused as p:
+            store_paused(store, p.run)
+            raise
+        store_trained(store, run, replace=status in ("corrupt", "paused"))
     finally:
         store.release(run_id)
     return run, status

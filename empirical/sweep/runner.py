@@ -14,7 +14,7 @@ from critwin.empirical.engine import on_engine, pack_size, packs
 from critwin.empirical.environment import environment
 from critwin.empirical.store import Run, RunStore
 from critwin.empirical.sweep.executors import LOST, LocalExecutor, Pack, Pause, run_pack
-from critwin.empirical.sweep.one_run import branch_start, store_trained
+from critwin.empirical.sweep.one_run import branch_start, store_paused, store_trained
 from tqdm.auto import tqdm
 
 from critwin.errors import ConfigError, CorruptRunError
@@ -74,19 +74,24 @@ def failed_run(config: dict, error: str, tb: str = "") -> Run:
 
 
 def pending(configs, store: RunStore, retry_failed: bool = False):
-    """(to run, already stored, damaged): failed runs are re-run only with retry_failed; a
-    damaged folder (unreadable, half a run) is always re-run and replaced."""
-    todo, skip, damaged = [], [], []
+    """(to run, already stored, damaged, paused): failed runs are re-run only with retry_failed; a
+    damaged folder (unreadable, half a run) is always re-run and replaced, and so is a paused run's
+    (trained on from its resume state)."""
+    todo, skip, damaged, paused = [], [], [], []
     for c in configs:
         st = store.status(c.run_id())
-        if st == "corrupt":
-            damaged.append(c.run_id())
+        if st in ("corrupt", "paused"):
+            (damaged if st == "corrupt" else paused).append(c.run_id())
             todo.append(c)
         elif st == "complete" or (st is not None and not retry_failed):
             skip.append(c.run_id())
         else:
             todo.append(c)
-    return todo, skip, damaged
+    return todo, skip, damaged, paused
+
+
+def _settled(run: Run, pause: Pause) -> bool:
+    return pause.settles(list(run.metrics.itertuples(index=False, name=None)), int(run.summary["steps_done"]))
 
 
 def steps_to_train(config: TrainConfig) -> int:
@@ -149,7 +154,11 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
     _not_while_importing_main(executor)
     store.ensure_writable()          # before any training: a store we cannot write loses the runs
     store.clean_stale()
-    todo, skip, damaged = pending(configs, store, retry_failed)
+    todo, skip, damaged, was_paused = pending(configs, store, retry_failed)
+    if pause is not None:           # a paused run already where this pause leaves it is not trained again
+        done = {rid for rid in was_paused if _settled(store.load(rid), pause)}
+        todo, skip = [c for c in todo if c.run_id() not in done], skip + sorted(done)
+    replace = set(damaged) | set(was_paused)     # folders a new save goes over
     for c in todo:                   # a branch needs its source's checkpoint: refuse before any training
         if c.branch and c.branch_point()[1] not in store.checkpoint_steps(c.branch_point()[0]):
             store.checkpoint(*c.branch_point())      # raises, naming the checkpoints the source has
@@ -174,7 +183,7 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                     res.busy.append(rid)
                     bar.update(1)
                     continue
-                if rid not in damaged and store.status(rid) == "complete":
+                if rid not in replace and store.status(rid) == "complete":
                     store.release(rid)
                     res.skipped.append(rid)
                     bar.update(1)
@@ -188,7 +197,7 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                     start = branch_start(store, c)
                     items.append((c.resolved(), start, str(store.resume_path(rid)), pause))
                 except (ConfigError, CorruptRunError) as e:     # no source checkpoint: this run fails, others go on
-                    store.save(failed_run(c.resolved(), str(e), ""), replace=rid in damaged)
+                    store.save(failed_run(c.resolved(), str(e), ""), replace=rid in replace)
                     store.release(rid)
                     claims.discard(rid)
                     res.failed.append((rid, str(e)))
@@ -216,6 +225,7 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                 if "lost" in out:
                     res.lost.append(rid)
                 else:
+                    store_paused(store, out.get("run"))
                     res.paused.append((rid, out["paused"]))
                 bar.update(1)
                 continue
@@ -225,7 +235,7 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                 res.pack_fallbacks.append((rid, out["pack_error"]))
                 warnings.warn(f"run {rid} trained alone: its pack failed ({out['pack_error']})")
             try:
-                store_trained(store, run, replace=retry_failed or rid in damaged)
+                store_trained(store, run, replace=retry_failed or rid in replace)
             except OSError as e:        # a full disk: the runs that fit are stored; this one keeps its resume state
                 store.release(rid)
                 claims.discard(rid)
