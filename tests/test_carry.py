@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CFG = {"d": 16, "steps": 60, "batch_size": 32, "eval_every": 10, "dropout": 0.1, "checkpoints": [10, 20]}
 
 
-def _carry():
-    spec = importlib.util.spec_from_file_location("carry", ROOT / "paper_checks/reports/alchemy_authors/carry.py")
+def _carry(name: str = "carry"):
+    spec = importlib.util.spec_from_file_location(name, ROOT / f"paper_checks/reports/alchemy_authors/{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -77,3 +77,38 @@ def test_train_long_takes_each_seeds_own_carried_state(tmp_path):
     assert lines["1"][0].endswith(f"--dir {here / 'carry_seed1'} --run-id one")
     assert len(lines["2"]) == 1                                     # no carried state for seed 2: none restored
     assert all(f"--seed {s}" in lines[s][-1] and lines[s][-1].startswith("critwin train alchemy") for s in lines)
+
+
+def test_a_carried_store_brings_back_paused_branches_and_cut_runs_but_not_their_source(tmp_path):
+    """carry_store.py: a paused branch travels as its folder (no resume state: its pause settles it, so the
+    same sweep on the new machine trains nothing), a branch cut short as its resume state (and finishes
+    there as the uninterrupted run), and --branches-of leaves the source run itself behind."""
+    from critwin.bridge.stage_detection import plasticity_configs
+    from critwin.empirical import RunStore
+    from critwin.empirical.loop import Paused
+    from critwin.empirical.sweep import Pause, run_sweep
+    carry_store = _carry("carry_store")
+    cfgs = plasticity_configs({**CFG, "checkpoints": [20]}, "layer0", [20], [0, 1])
+    base = [cfgs[(None, 0)], cfgs[(None, 1)]]
+    paused, cut = cfgs[(20, 0)], cfgs[(20, 1)]
+    old, new, ref, box = (RunStore(tmp_path / n).ensure_writable() for n in ("old", "new", "ref", "box"))
+    with pytest.raises(Paused):         # the source is still in training (its checkpoints in its resume state)
+        train(base[0], progress=False, resume=old.resume_path(base[0].run_id()), until=40)
+    run_sweep([base[1]], old, progress=False)
+    run_sweep([paused], old, progress=False, pause=Pause(until=30))
+    with pytest.raises(Paused):
+        train(cut, progress=False, start=old.checkpoint(*cut.branch_point()), resume=old.resume_path(cut.run_id()),
+              until=30)
+    assert carry_store.main(["save", str(old.root), str(box.root), "--branches-of", base[0].run_id()]) == 0
+    assert sorted(p.name for p in box.root.iterdir()) == sorted([paused.run_id(), "resume"])   # cut's source differs
+    carry_store.save(old.root, box.root)
+    assert {p.name for p in (box.root / "resume").iterdir()} == {f".resume-{r.run_id()}.pt" for r in (base[0], cut)}
+    carry_store.restore(new.root, box.root)
+    assert new.status(paused.run_id()) == "paused" and not new.resume_path(paused.run_id()).exists()
+    res = run_sweep([paused], new, progress=False, pause=Pause(until=30))
+    assert res.skipped == [paused.run_id()] and not res.paused
+    run_sweep([base[1]], ref, progress=False)
+    run_sweep([cut], ref, progress=False)
+    run_sweep([cut], new, progress=False)
+    pd.testing.assert_frame_equal(new.load(cut.run_id()).metrics, ref.load(cut.run_id()).metrics)
+    assert new.load(cut.run_id()).summary["resumed_from_step"] == 30

@@ -22,33 +22,10 @@ CARRY="$HERE/stone_store"
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 mkdir -p "$STORE/store"
 if [ "${1:-}" = --save ]; then
-  mkdir -p "$CARRY/resume"
-  for run in "$STORE"/store/*/; do
-    id="$(basename "$run")"
-    if [ -f "$run/summary.json" ]; then
-      [ -d "$CARRY/$id" ] || cp -r "$run" "$CARRY/"
-      rm -f "$CARRY/resume/.resume-$id.pt"
-    fi
-  done
-  for state in "$STORE"/store/.resume-*.pt; do
-    [ -f "$state" ] || continue
-    cp "$state" "$CARRY/resume/"
-  done
-  echo "carried: $(find "$CARRY" -mindepth 1 -maxdepth 1 -type d ! -name resume | wc -l) finished runs," \
-       "$(find "$CARRY/resume" -name '.resume-*.pt' | wc -l) resume states in $CARRY"
+  python3 "$HERE/carry_store.py" save "$STORE/store" "$CARRY"
   exit 0
 fi
-if [ -d "$CARRY" ]; then
-  for run in "$CARRY"/*/; do
-    id="$(basename "$run")"
-    [ "$id" = resume ] || [ -d "$STORE/store/$id" ] || cp -r "$run" "$STORE/store/"
-  done
-  for state in "$CARRY"/resume/.resume-*.pt; do   # a run's carried state, unless the store has its own
-    [ -f "$state" ] || continue
-    id="$(basename "$state" .pt)"; id="${id#.resume-}"
-    [ -d "$STORE/store/$id" ] || [ -f "$STORE/store/$(basename "$state")" ] || cp "$state" "$STORE/store/"
-  done
-fi
+python3 "$HERE/carry_store.py" restore "$STORE/store" "$CARRY"
 for check in "${@:-S3 S4 S5}"; do
   critwin check $check --size cpu --seeds 3 --input-format stone_states --store "$STORE/store" \
     --results "$STORE/results" --workers 1 --no-progress

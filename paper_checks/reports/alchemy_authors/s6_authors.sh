@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# S6 (plasticity by freezing) at the authors' recipe on the CPU, registered in s6_authors.md: each component
+# frozen from the long run's checkpoints at epochs 10, 80 and 140, each frozen run paused once event A completes
+# or at epoch 80. It shares the long run's store: the branches start from the checkpoints in the long run's
+# resume state (put back from carry/ here first, as train_long.sh does), while train_long.sh trains it on.
+# One worker, one thread; a branch from epoch 10 takes 14,000-24,000 steps (4-8 hours on one core), so the runs
+# span machines: `bash s6_authors.sh --save` copies the frozen runs (folders; resume states of runs cut short)
+# into s6_store/ (commit it), and this script puts them back before it trains.
+# Usage: STORE=runs/alchemy_authors bash s6_authors.sh          # train what is left, then judge
+#        STORE=runs/alchemy_authors bash s6_authors.sh --save   # carry the frozen runs
+set -euo pipefail
+STORE="${STORE:-runs/alchemy_authors}"
+HERE="$(cd "$(dirname "$0")" && pwd)"
+CARRY="$HERE/s6_store"
+SOURCE="$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run_id'])" "$HERE/carry/manifest.json")"
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+mkdir -p "$STORE/store"
+if [ "${1:-}" = --save ]; then
+  python3 "$HERE/carry_store.py" save "$STORE/store" "$CARRY" --branches-of "$SOURCE"
+  exit 0
+fi
+python3 "$HERE/carry.py" restore "$STORE/store" --dir "$HERE/carry" --run-id "$SOURCE" || true
+python3 "$HERE/carry_store.py" restore "$STORE/store" "$CARRY"
+exec critwin check S6 --size authors --seeds 1 --freeze-points 3 --store "$STORE/store" --workers 1 \
+  --results "$STORE/results" --no-progress
