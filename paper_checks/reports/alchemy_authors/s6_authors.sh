@@ -21,5 +21,13 @@ if [ "${1:-}" = --save ]; then
 fi
 python3 "$HERE/carry.py" restore "$STORE/store" --dir "$HERE/carry" --run-id "$SOURCE" || true
 python3 "$HERE/carry_store.py" restore "$STORE/store" "$CARRY"
+# the check trains a baseline it finds neither stored nor in training: here that is the long run, for hours
+python3 - "$STORE/store" "$SOURCE" <<'PY' || exit 2
+import sys
+from critwin.empirical import RunStore
+store, rid = RunStore(sys.argv[1]), sys.argv[2]
+if store.status(rid) != "complete" and not any(r["run_id"] == rid and r["training"] for r in store.in_progress()):
+    sys.exit(f"s6_authors.sh: the long run {rid} is neither complete nor training: start train_long.sh 0 first")
+PY
 exec critwin check S6 --size authors --seeds 1 --freeze-points 3 --store "$STORE/store" --workers 1 \
   --results "$STORE/results" --no-progress
