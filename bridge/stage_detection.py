@@ -249,7 +249,7 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
         # a branch of a baseline that failed would be stored as failed (and not retried): leave it for next time
         have = {src: set(store.checkpoint_steps(src)) for src in
                 {c.branch_point()[0] for k, c in cfgs.items() if k[0] is not None and c.branch}
-                if store.status(src) in (None, "complete")}
+                if store.status(src) in (None, "complete", "paused")}
         run_sweep([c for k, c in cfgs.items() if k[0] is not None
                    and (c.branch is None or c.branch_point()[1] in have.get(c.branch_point()[0], ()))],
                   store, executor, progress=progress, pause=pause)
@@ -290,7 +290,7 @@ def _curve_so_far(store, run_id: str):
     status = store.status(run_id)
     if status in ("complete", "paused"):
         run = store.load(run_id)
-        return run.metrics, int(run.summary["steps_done"]), status == "complete"
+        return run.metrics, int(run.summary.get("steps_done", run.metrics.step.max())), status == "complete"
     part = store.partial(run_id)
     return None if part is None else (part[0], part[1], False)
 

@@ -29,7 +29,7 @@ class SweepResult:
     repaired: list = field(default_factory=list)   # run ids whose damaged folder was replaced
     busy: list = field(default_factory=list)       # run ids another live process was training
     lost: list = field(default_factory=list)       # run ids cut short by a dead worker: not stored, resumable
-    paused: list = field(default_factory=list)     # (run id, step) paused by the sweep's Pause: resume state kept
+    paused: list = field(default_factory=list)     # (run id, step) paused by the sweep's Pause: stored as paused
     unstored: list = field(default_factory=list)   # (run id, reason) trained but not written (e.g. a full disk)
     pack_fallbacks: list = field(default_factory=list)  # (run id, the error that made its pack train it alone)
 
@@ -41,7 +41,8 @@ class SweepResult:
     def to_dict(self) -> dict:
         return {"total": self.total, "skipped": len(self.skipped), "done": len(self.done),
                 "failed": len(self.failed), "repaired": len(self.repaired), "busy": len(self.busy),
-                "lost": len(self.lost), "paused": len(self.paused), "not_stored": len(self.unstored), "pack_fallbacks": len(self.pack_fallbacks),
+                "lost": len(self.lost), "paused": len(self.paused), "not_stored": len(self.unstored),
+                "pack_fallbacks": len(self.pack_fallbacks),
                 "failures": [{"run_id": r, "error": e} for r, e in self.failed],
                 "not_stored_runs": [{"run_id": r, "reason": e} for r, e in self.unstored],
                 "pack_fallback_runs": [{"run_id": r, "error": e} for r, e in self.pack_fallbacks],
@@ -58,7 +59,8 @@ class SweepResult:
         if self.lost:
             text += f", {len(self.lost)} {LOST}"
         if self.paused:
-            text += f", {len(self.paused)} paused (resume states kept: the same sweep without the pause continues them)"
+            text += f", {len(self.paused)} paused (stored as paused with their resume states: a sweep without the" \
+                " pause continues them)"
         if self.unstored:
             text += f", {len(self.unstored)} trained but not stored ({self.unstored[0][1]})"
         if self.pack_fallbacks:
@@ -91,7 +93,8 @@ def pending(configs, store: RunStore, retry_failed: bool = False):
 
 
 def _settled(run: Run, pause: Pause) -> bool:
-    return pause.settles(list(run.metrics.itertuples(index=False, name=None)), int(run.summary["steps_done"]))
+    return pause.settles(list(run.metrics.itertuples(index=False, name=None)),
+                         int(run.summary.get("steps_done", run.metrics.step.max())))
 
 
 def steps_to_train(config: TrainConfig) -> int:
