@@ -138,6 +138,10 @@ class StageReached:
 
     def __call__(self, rows) -> bool:
         pts = sorted((int(r[0]), float(r[3])) for r in rows if r[1] == self.split and r[2] == self.metric)
+        if rows and not pts:        # checked at the first evaluation, before any training
+            logged = sorted({f"{r[1]}:{r[2]}" for r in rows})
+            raise ConfigError("stop_at_stage", f"{self.split}:{self.metric}",
+                              "a metric the run logs: " + ", ".join(logged))
         if len(pts) < max(2, self.n):
             return False
         steps, values = zip(*pts)

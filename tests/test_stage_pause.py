@@ -167,3 +167,36 @@ def test_s6_at_the_authors_recipe_times_event_a_with_branches_paused_at_a_or_the
         assert res["verdict"].startswith("inconclusive (in progress: 1 of 16 runs") and res["runs_to_train"] == 1
     else:
         assert res["verdict"].startswith("reproduced") and res["runs_to_train"] == 0
+
+
+def test_critwin_train_stop_at_stage_pauses_at_the_third_evaluation_at_the_level(tmp_path):
+    """`--stop-at-stage train:acc` pauses at the third evaluation in a row with train accuracy >= 0.9, found here
+    by a plain count on the unpaused run's curve; the command without it finishes the run as if unpaused; a metric
+    the run does not log is a one-line error before any training."""
+    import json
+    import subprocess
+    import sys
+    base = [sys.executable, "-m", "critwin.cli", "train", "anchor", "--steps", "400", "--eval-every", "20",
+            "--no-progress", "--json", "--threads", "1"]
+    whole = json.loads(subprocess.run([*base, "--store", str(tmp_path / "whole")], capture_output=True, text=True,
+                                      check=True, timeout=300).stdout)
+    m = RunStore(tmp_path / "whole").load(whole["run_id"]).metrics
+    acc = m[(m.split == "train") & (m.metric == "acc")].sort_values("step")
+    run, expect = 0, None
+    for step, v in zip(acc.step, acc.value):
+        run = run + 1 if v >= 0.9 else 0
+        if run == 3:
+            expect = int(step)
+            break
+    assert expect is not None and expect < 400
+    cmd = [*base, "--store", str(tmp_path / "s"), "--stop-at-stage", "train:acc"]
+    paused = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=300).stdout)
+    assert paused["status"] == "paused" and paused["step"] == expect
+    done = json.loads(subprocess.run(cmd[:-2], capture_output=True, text=True, check=True, timeout=300).stdout)
+    store = RunStore(tmp_path / "s")
+    assert done["summary"]["resumed_from_step"] == expect and store.status(done["run_id"]) == "complete"
+    pd.testing.assert_frame_equal(store.load(done["run_id"]).metrics, m)
+    bad = subprocess.run([*base, "--store", str(tmp_path / "b"), "--stop-at-stage", "train:accuracy"],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "stop_at_stage='train:accuracy'" in bad.stderr and "train:acc" in bad.stderr
+    assert not list((tmp_path / "b").glob(".resume-*"))

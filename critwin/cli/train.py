@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from critwin.bridge.stage_detection import StageReached
 from critwin.bridge.table import format_table
 from critwin.empirical import RunStore, TrainConfig, train
 from critwin.empirical.config import DEVICES, PRECISIONS
@@ -77,6 +78,10 @@ def add_training_args(p):
     p.add_argument("--stop-at", type=int, default=None, metavar="STEP",
                    help="pause at this step with the resume state kept (the run keeps its own steps and"
                         " schedule); the same command without it continues the run")
+    p.add_argument("--stop-at-stage", default=None, metavar="[SPLIT:]METRIC",
+                   help="pause once the stage of a logged metric completes by the paper's threshold rule (0.95 for"
+                        " event_a, else 0.9, three evaluations in a row; split test unless named), e.g. event_a:"
+                        " training on cannot move that stage's time")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--task-seed", type=int, default=0)
     p.add_argument("--eval-every", type=int, default=100)
@@ -188,6 +193,16 @@ def alchemy_config(args) -> TrainConfig:
     return replace(cfg, **rest) if rest else cfg
 
 
+def stage_rule(spec: str | None):
+    """--stop-at-stage [SPLIT:]METRIC as the pause rule it names (None: no such pause)."""
+    if spec is None:
+        return None
+    split, _, metric = spec.rpartition(":")
+    if not metric:
+        raise ConfigError("stop_at_stage", spec, "[SPLIT:]METRIC, e.g. event_a or train:acc")
+    return StageReached(metric, split or "test")
+
+
 def train_one(args, cfg):
     """Train one config into the store (or return it from there: `train_and_store`), one line per outcome."""
     if args.threads < 1:
@@ -196,7 +211,8 @@ def train_one(args, cfg):
     import torch
     torch.set_num_threads(args.threads)
     try:
-        run, status = train_and_store(cfg, store, progress=not args.no_progress, trainer=train, until=args.stop_at)
+        run, status = train_and_store(cfg, store, progress=not args.no_progress, trainer=train, until=args.stop_at,
+                                      stop_when=stage_rule(args.stop_at_stage))
     except Paused as p:
         rid, where = cfg.run_id(), store.resume_path(cfg.run_id())
         return ({"run_id": rid, "status": "paused", "step": p.step, "steps": p.steps, "resume_state": str(where)},
