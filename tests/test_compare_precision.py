@@ -60,3 +60,24 @@ def test_without_an_escape_in_bf16_it_is_undecided(tmp_path, capsys):
     b0 = ([0.05, 0.31, 0.34, 0.33, 0.49, 0.61], flat)
     b1 = ([0.05, 0.40, 0.28, 0.38, 0.42, 0.70], flat)
     assert _verdict(capsys, tmp_path, f0, b0, b1) == "verdict: undecided"
+
+
+def test_long_run_trends_recover_a_known_slope_and_a_flat_curve(tmp_path, monkeypatch):
+    """long_run_trends.py on a resume state whose training P(B|A) climbs 0.01 an epoch from epoch 50 (with
+    alternating noise of +-0.02) and whose held-out P(B|A) is flat: slopes 0.1 and 0 per 10 epochs, the
+    intervals around them; epochs before the start are left out (a steep early rise would tilt the slope)."""
+    monkeypatch.syspath_prepend(str(ROOT / "paper_checks/reports/alchemy_authors"))
+    spec = importlib.util.spec_from_file_location("trends", ROOT / "paper_checks/reports/alchemy_authors/long_run_trends.py")
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    rows = []
+    for e in range(0, 121):
+        noise = 0.02 if e % 2 else -0.02
+        rows += [(e * 343, "train", "p_b_given_a", (0.0 if e < 50 else 0.5 + 0.01 * (e - 50)) + noise),
+                 (e * 343, "test", "p_b_given_a", 0.48 + noise), (e * 343, "test", "loss", 9.0)]
+    torch.save({"rows": rows, "step": 120 * 343}, tmp_path / "s.pt")
+    t = m.trends(m.rows_of(str(tmp_path / "s.pt"))).set_index(["split", "curve"])
+    up, flat = t.loc[("train", "p_b_given_a")], t.loc[("test", "p_b_given_a")]
+    assert up.epochs == "50-120" and abs(up.slope_per_10 - 0.1) < 0.002 and up.ci_low < 0.1 < up.ci_high
+    assert abs(flat.slope_per_10) < 0.002 and flat.ci_low < 0 < flat.ci_high
+    assert set(t.index.get_level_values("curve")) == {"p_b_given_a"}

@@ -21,16 +21,19 @@ ESCAPE_LOSS = 3.30
 ESCAPE_EPOCHS = 3
 
 
-def curve(path: str) -> pd.DataFrame:
-    """Epoch -> held-out event A and training loss, from a resume state or a stored run."""
+def rows_of(path: str) -> pd.DataFrame:
+    """Every logged (step, split, metric, value) of a run, from a resume state or a stored run's folder."""
     p = Path(path)
     if p.is_dir():                          # a stored run: the store reads it
-        m = RunStore(p.parent).load(p.name).metrics
-        rows = m[["step", "split", "metric", "value"]].itertuples(index=False)
-    else:
-        rows = torch.load(p, map_location="cpu", weights_only=False)["rows"]
+        return RunStore(p.parent).load(p.name).metrics[["step", "split", "metric", "value"]]
+    return pd.DataFrame(torch.load(p, map_location="cpu", weights_only=False)["rows"],
+                        columns=["step", "split", "metric", "value"])
+
+
+def curve(path: str) -> pd.DataFrame:
+    """Epoch -> held-out event A and training loss, from a resume state or a stored run."""
     d = {}
-    for step, split, metric, value in rows:
+    for step, split, metric, value in rows_of(path).itertuples(index=False):
         if (split, metric) in (("test", "event_a"), ("train", "loss")):
             d.setdefault(int(step) // STEPS_PER_EPOCH, {})[f"{split}_{metric}"] = float(value)
     return pd.DataFrame.from_dict(d, orient="index").sort_index()
