@@ -269,13 +269,13 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
         t = stage_time(curve.step, curve.value, metric, method, n)
         # settled: no more training can change what is read, or the pause trains it no further
         # (stored; a threshold stage reached; at the pause's step; its rule holds)
-        settled = done or (method == "threshold" and np.isfinite(t)) or \
-            (pause is not None and pause.settles(list(m.itertuples(index=False, name=None)), step))
+        settled = done or (method == "threshold" and np.isfinite(t)) or (pause is not None and pause.settles(m, step))
         rows.append({"freeze_step": tf, "seed": s, "stage_step": t, "step": step, "censored": not np.isfinite(t),
                      "settled": bool(settled),
                      "stage_or_end": t if np.isfinite(t) else float(c.steps if done else step),
                      "final": float(curve.value.iloc[-1])})
-    per_run = pd.DataFrame(rows)
+    per_run = pd.DataFrame(rows, columns=["freeze_step", "seed", "stage_step", "step", "censored", "settled",
+                                          "stage_or_end", "final"])
     if per_run.empty:
         return per_run, pd.DataFrame()
     base_t = per_run[per_run.freeze_step.isna()].set_index("seed").stage_or_end
@@ -294,7 +294,7 @@ def _curve_so_far(store, run_id: str):
     status = store.status(run_id)
     if status in ("complete", "paused"):
         run = store.load(run_id)
-        return run.metrics, int(run.summary.get("steps_done", run.metrics.step.max())), status == "complete"
+        return run.metrics, run.steps_done, status == "complete"
     part = store.partial(run_id)
     return None if part is None else (part[0], part[1], False)
 

@@ -121,7 +121,7 @@ def drive(stepper, members: list[Member], start: dict | None = None, resume: Pat
     reached = lambda: stop_when is not None and all(stop_when(m.rows) for m in members if m.alive)  # noqa: E731
     checkpoints = dict((saved or {}).get("checkpoints", {}))
     if first < steps and ((until is not None and first >= until) or reached()):
-        if saved is None and resume is not None:     # a branch or fresh start: keep where it stands
+        if saved is None:       # a branch or fresh start (a pause needs a resume path): keep where it stands
             ResumeWriter(resume, save_every).write(stepper.state(first, 0.0, checkpoints))
         raise Paused(first, steps, (saved or {}).get("wall", 0.0))   # a resume state there is left as it was
     t0, wall_before, done = time.perf_counter(), (saved or {}).get("wall", 0.0), first

@@ -53,6 +53,11 @@ class Run:
     def run_id(self) -> str:
         return TrainConfig.from_dict(self.config).run_id()
 
+    @property
+    def steps_done(self) -> int:
+        """The steps trained (a paused run's pause step; else its last evaluation's)."""
+        return int(self.summary.get("steps_done", self.metrics.step.max()))
+
 
 def write_atomic(path: Path, blob: bytes) -> None:
     """Write `blob` to `path` so that a reader finds the old file or the new one, never half of one."""
@@ -375,8 +380,7 @@ class RunStore:
         import torch
         path = self.path(run_id) / CHECKPOINTS / f"step_{int(step)}.pt"
         if not path.is_file():
-            blob = None if (self.path(run_id) / CHECKPOINTS).is_dir() else \
-                self._training_checkpoints(run_id).get(int(step))
+            blob = self._training_checkpoints(run_id).get(int(step))
             if blob is None:
                 raise ConfigError("branch", f"{run_id}@{step}", f"a stored checkpoint of a run in {self.root}"
                                                                f" (that run has {self.checkpoint_steps(run_id) or 'none'})")

@@ -481,16 +481,15 @@ class PlasticityCheck:
             flat = {**flat, "precision": precision}
         metric, method = self.stage(size, input_format)
         pause = self.pause(size, flat)
-        rows, windows, last, reached, finals, unsettled = [], {}, {}, [], [], 0
+        rows, windows, last, reached, finals, settled = [], {}, {}, [], [], 0
         for comp in comps:
             per_run, table = plasticity_window(plasticity_configs(flat, comp, grid, seed_range, freeze_optimizer="rebuild"),
                                                store, metric,
                                                "test", every, 3, executor, train, progress, method, pause)
-            # a planned run not yet trained, or trained partway, could still change its stage time
-            base = per_run[per_run.freeze_step.isna()] if len(per_run) else per_run
-            unsettled += len(grid) * len(seed_range) - int(per_run.settled.sum() - base.settled.sum() if len(per_run) else 0)
-            reached = [float(np.isfinite(t)) for t in base.get("stage_step", [])]
-            finals = list(base.get("final", []))
+            base = per_run[per_run.freeze_step.isna()]
+            settled += int(per_run.settled[per_run.freeze_step.notna()].sum())
+            reached = [float(np.isfinite(t)) for t in base.stage_step]
+            finals = list(base.final)
             # a delay needs the stage in the baseline: one that never completes it (a size too small
             # for the stage) would make every delay 0 and pass the check on nothing
             judged = len(table) and reached and min(reached) == 1.0
@@ -511,10 +510,12 @@ class PlasticityCheck:
         rows.append(_row(f"delay when frozen at the last point, step {grid[-1]} (steps)",
                          [last[c] for c in comps], [0.0, float(every)], 0.0))
         v = verdict(rows, self.tolerance)
-        unsettled += len(seed_range) - int(base.settled.sum() if len(base) else 0)
-        if unsettled:   # censored delays of runs still to train are lower bounds only: no verdict yet
-            v = f"inconclusive (in progress: {unsettled} of {(len(grid) * len(comps) + 1) * len(seed_range)} runs" \
-                " still to train)"
+        # a planned run not yet trained, or trained partway, could still change its stage time: its censored
+        # delay is a lower bound only, so no verdict yet
+        planned = (len(grid) * len(comps) + 1) * len(seed_range)
+        unsettled = planned - settled - int(base.settled.sum())
+        if unsettled:
+            v = f"inconclusive (in progress: {unsettled} of {planned} runs still to train)"
         if len(grid) != self.points:
             v = f"{v} ({len(grid)} of the protocol's {self.points} freeze points)"
         v = _size_note(v, size, len(seed_range), self.seeds)

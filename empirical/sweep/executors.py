@@ -95,14 +95,16 @@ class Pack:
 @dataclass(frozen=True)
 class Pause:
     """Where a sweep pauses each run it trains alone (`loop.drive`'s until and stop_when): at step
-    `until`, or at the first evaluation where `when(rows)` holds; the run keeps its resume state and
-    is not stored. `when` must pickle for a process pool (a module-level class, not a lambda)."""
+    `until`, or at the first evaluation where `when(rows)` holds; the run is stored as paused, beside
+    its resume state. `when` must pickle for a process pool (a module-level class, not a lambda)."""
     until: int | None = None
     when: object = None
 
-    def settles(self, rows, step: int) -> bool:
-        """Whether a run trained to `step` with these logged rows is where this pause leaves it."""
-        return (self.until is not None and step >= self.until) or (self.when is not None and bool(self.when(rows)))
+    def settles(self, metrics, step: int) -> bool:
+        """Whether a run trained to `step` with these metrics (step, split, metric, value) is where this
+        pause leaves it."""
+        return (self.until is not None and step >= self.until) or \
+            (self.when is not None and bool(self.when(list(metrics.itertuples(index=False, name=None)))))
 
 
 LOST = ("cut short when a worker process died (killed, e.g. out of memory, or a script that starts its sweep"

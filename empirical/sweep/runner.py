@@ -92,11 +92,6 @@ def pending(configs, store: RunStore, retry_failed: bool = False):
     return todo, skip, damaged, paused
 
 
-def _settled(run: Run, pause: Pause) -> bool:
-    return pause.settles(list(run.metrics.itertuples(index=False, name=None)),
-                         int(run.summary.get("steps_done", run.metrics.step.max())))
-
-
 def steps_to_train(config: TrainConfig) -> int:
     """Training steps a sweep spends on `config`: a branch starts at its checkpoint's step."""
     return config.steps - (config.branch_point()[1] if config.branch else 0)
@@ -152,14 +147,16 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
     midway continues from its last resume state (RunStore.resume_path) on the next sweep, and
     so does a pack killed midway whose members are all still to train (RunStore.pack_resume_path).
     `pause` (runs trained alone only) pauses each run at a step or once its rows meet a rule, such as
-    a stage reached: the run keeps its resume state, is not stored, and is listed in `paused`."""
+    a stage reached: the run is stored as paused, beside its resume state, and listed in `paused`; a
+    paused run this pause already settles is not trained again."""
     executor = executor or LocalExecutor()
     _not_while_importing_main(executor)
     store.ensure_writable()          # before any training: a store we cannot write loses the runs
     store.clean_stale()
     todo, skip, damaged, was_paused = pending(configs, store, retry_failed)
     if pause is not None:           # a paused run already where this pause leaves it is not trained again
-        done = {rid for rid in was_paused if _settled(store.load(rid), pause)}
+        runs = {rid: store.load(rid) for rid in was_paused}
+        done = {rid for rid, run in runs.items() if pause.settles(run.metrics, run.steps_done)}
         todo, skip = [c for c in todo if c.run_id() not in done], skip + sorted(done)
     replace = set(damaged) | set(was_paused)     # folders a new save goes over
     for c in todo:                   # a branch needs its source's checkpoint: refuse before any training
