@@ -194,6 +194,37 @@ def test_ctrl_c_stores_the_finished_runs_and_leaves_the_rest_resumable(tmp_path)
     assert again.returncode == 0 and res["done"] == 6 - n and res["skipped"] == n
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_sigterm_to_a_pool_sweep_keeps_what_its_workers_trained(tmp_path):
+    """SIGTERM to a sweep on two workers (a scheduler's or `pkill`'s stop) stops each worker after its
+    step with its run's resume state written, although none was due for an hour: nothing trained is lost.
+    (A pool parent that died at once left its workers to be killed with whatever they had not written.)"""
+    import torch
+    store = tmp_path / "s"
+    env = {**ENV, "CRITWIN_RESUME_SECONDS": "3600"}
+    proc = subprocess.Popen(sweep_cmd(store, 10 ** 6, 2, "--pack", "1", "--workers", "2"), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    workers = wait_for(lambda: len(pool_workers(proc.pid)) == 2 and pool_workers(proc.pid), 120, "two workers")
+    wait_for(lambda: all(cpu_seconds(w) > 12 for w in workers), 300, "the workers to train a while")
+    assert not list(store.glob(".resume-*.pt"))
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=150)
+    assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1].startswith("critwin: interrupted")
+    states = sorted(store.glob(".resume-*.pt"))
+    assert len(states) == 2 and not stored(store)
+    assert all(torch.load(p, weights_only=False)["step"] > 0 for p in states)
+    wait_for(lambda: not pool_workers(proc.pid), 15, "the workers to end")
+
+
 def test_unreadable_resume_files_are_litter_that_clean_removes(tmp_path, capsys):
     store = tmp_path / "s"
     store.mkdir()

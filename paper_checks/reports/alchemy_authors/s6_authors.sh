@@ -6,7 +6,10 @@
 # One worker, one thread; a branch from epoch 10 takes 14,000-24,000 steps (4-8 hours on one core), so the runs
 # span machines: `bash s6_authors.sh --save` copies the frozen runs (folders; resume states of runs cut short)
 # into s6_store/ (commit it), and this script puts them back before it trains.
-# Usage: STORE=runs/alchemy_authors bash s6_authors.sh          # train what is left, then judge
+# WORKERS=2 trains two frozen runs at once (one process and one thread each), for a machine whose second core
+# is free (the long run complete); `pkill -TERM -f "critwin check S6"` stops either way with every run's resume
+# state written.
+# Usage: STORE=runs/alchemy_authors [WORKERS=2] bash s6_authors.sh   # train what is left, then judge
 #        STORE=runs/alchemy_authors bash s6_authors.sh --save   # carry the frozen runs
 set -euo pipefail
 STORE="${STORE:-runs/alchemy_authors}"
@@ -29,5 +32,5 @@ store, rid = RunStore(sys.argv[1]), sys.argv[2]
 if store.status(rid) != "complete" and not any(r["run_id"] == rid and r["training"] for r in store.in_progress()):
     sys.exit(f"s6_authors.sh: the long run {rid} is neither complete nor training: start train_long.sh 0 first")
 PY
-exec critwin check S6 --size authors --seeds 1 --freeze-points 3 --store "$STORE/store" --workers 1 \
+exec critwin check S6 --size authors --seeds 1 --freeze-points 3 --store "$STORE/store" --workers "${WORKERS:-1}" \
   --results "$STORE/results" --no-progress
