@@ -259,10 +259,11 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
                   store, executor, progress=progress, pause=pause)
     rows = []
     for (tf, s), c in cfgs.items():
-        got = _curve_so_far(store, c.run_id())
+        got = store.so_far(c.run_id())
         if got is None:
             continue
-        m, step, done = got
+        m, step, _, status = got
+        done = status == "complete"
         curve = m[(m.split == split) & (m.metric == metric)].sort_values("step")
         if curve.empty:
             raise ConfigError("metric", metric, f"a curve the runs log on split '{split}'")
@@ -286,17 +287,6 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
                                            final_mean=("final", "mean"), seeds=("seed", "size")).reset_index())
     table["in_window"] = table.delta_mean > delay
     return per_run, table
-
-
-def _curve_so_far(store, run_id: str):
-    """(metrics, last step, complete?) of a stored run (complete, or paused), else of one in training
-    as far as its resume state goes; None when it has neither."""
-    status = store.status(run_id)
-    if status in ("complete", "paused"):
-        run = store.load(run_id)
-        return run.metrics, run.steps_done, status == "complete"
-    part = store.partial(run_id)
-    return None if part is None else (part[0], part[1], False)
 
 
 def _freeze_grid(start: int, stop: int, every: int) -> list[int]:

@@ -366,6 +366,19 @@ class RunStore:
             return pd.DataFrame(rows, columns=["step", "split", "metric", "value"]), int(state["step"]), int(steps)
         return None
 
+    def so_far(self, run_id: str) -> tuple[pd.DataFrame, int, int, str] | None:
+        """(metrics, steps trained, of steps, status) of a run as far as it got: its folder when stored
+        complete; else the further on of its paused folder ('paused') and its resume state (a run in
+        training or killed midway, 'in progress'); None when it has none of these."""
+        status = self.status(run_id)
+        run = self.load(run_id) if status in ("complete", "paused") else None
+        if run is not None and status == "complete":
+            return run.metrics, run.steps_done, int(run.config["steps"]), status
+        part = self.partial(run_id)
+        if run is not None and (part is None or part[1] <= run.steps_done):
+            return run.metrics, run.steps_done, int(run.config["steps"]), "paused"
+        return None if part is None else (*part, "in progress")
+
     def checkpoint_steps(self, run_id: str) -> list[int]:
         """The steps after which `run_id` stored a checkpoint: in its folder once stored (without
         reading them), else those its resume state holds while it trains."""

@@ -41,8 +41,8 @@ def split_curves(store: RunStore, cfg, split: str = "test"):
 
 
 class InProgressView:
-    """A store as the stage checks read it, in which a run still training (or killed midway) reads as its curves
-    so far, from its resume state; `read` records each such run's (step, of steps) for the verdict's label."""
+    """A store as the stage checks read it, in which a run paused, still training or killed midway reads as its
+    curves so far (RunStore.so_far); `read` records each such run's (step, of steps) for the verdict's label."""
 
     def __init__(self, store: RunStore):
         self.store, self.read = store, {}
@@ -50,14 +50,12 @@ class InProgressView:
     def complete(self, run_id: str):
         from critwin.empirical.store import Run
         run = self.store.complete(run_id)
-        if run is not None:
+        got = None if run is not None else self.store.so_far(run_id)
+        if got is None:
             return run
-        partial = self.store.partial(run_id)
-        if partial is None:
-            return None
-        metrics, step, steps = partial
+        metrics, step, steps, status = got
         self.read[run_id] = (step, steps)
-        return Run(config={}, metrics=metrics, summary={"status": "in progress"}, environment={})
+        return Run(config={}, metrics=metrics, summary={"status": status}, environment={})
 
 
 def with_precision(cfgs: dict, precision: str) -> dict:
@@ -494,7 +492,8 @@ class PlasticityCheck:
             # for the stage) would make every delay 0 and pass the check on nothing
             judged = len(table) and reached and min(reached) == 1.0
             windows[comp] = float(table.in_window.sum() * every) if judged else float("nan")
-            last[comp] = float(table.delta_mean.iloc[-1]) if judged else float("nan")
+            at_last = table.delta_mean[table.freeze_step == grid[-1]] if judged else []
+            last[comp] = float(at_last.iloc[0]) if len(at_last) else float("nan")    # none read there yet: NaN
             rows.append({"value": f"{comp}: window length (steps)", "paper": None, "measured": windows[comp],
                          "unit": "window length (steps)",
                          "delays": table.delta_mean.tolist() if len(table) else [],

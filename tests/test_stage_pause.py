@@ -167,6 +167,32 @@ def test_s6_at_the_authors_recipe_times_event_a_with_branches_paused_at_a_or_the
         assert res["verdict"].startswith("inconclusive (in progress: 1 of 16 runs") and res["runs_to_train"] == 1
     else:
         assert res["verdict"].startswith("reproduced") and res["runs_to_train"] == 0
+    assert rows["delay when frozen at the last point, step %d (steps)" % grid[-1]] == 0
+
+
+def test_s6_reads_no_delay_at_a_freeze_point_it_has_not_trained(tmp_path):
+    """With only the branches from epoch 10 trained (the embedding's cut short), the row of the last freeze
+    point (epoch 140) has nothing to read: NaN, not the delay of an earlier point."""
+    import math
+
+    import numpy as np
+
+    from critwin.paper_checks.claims import CHECKS
+    s6 = CHECKS["S6"]
+    store = RunStore(tmp_path)
+    flat, grid, comps, seeds, every = s6.plan("authors", seeds=1, points=3)
+    per = flat["steps"] // 150
+    steps = np.arange(0, flat["steps"] + 1, per)
+    for comp in comps:
+        for (tf, s), cfg in plasticity_configs(flat, comp, grid, seeds, freeze_optimizer="rebuild").items():
+            if tf is None:
+                _state(store, cfg, np.where(steps >= 50 * per, 0.97, 0.4), steps, 113 * per)
+            elif tf == grid[0]:
+                _state(store, cfg, np.full(len(steps), 0.4), steps, (26 if comp == "embedding" else 80) * per)
+    res = s6.run("authors", store, train=False, seeds=1, points=3)
+    rows = {r["value"]: r["measured"] for r in res["rows"]}
+    assert math.isnan(rows["delay when frozen at the last point, step %d (steps)" % grid[-1]])
+    assert res["runs_to_train"] == 1 + 2 * len(comps)
 
 
 def test_critwin_train_stop_at_stage_pauses_at_the_third_evaluation_at_the_level(tmp_path):
@@ -200,3 +226,34 @@ def test_critwin_train_stop_at_stage_pauses_at_the_third_evaluation_at_the_level
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "stop_at_stage='train:accuracy'" in bad.stderr and "train:acc" in bad.stderr
     assert not list((tmp_path / "b").glob(".resume-*"))
+
+
+def test_a_run_reads_as_far_as_it_got_from_its_paused_folder_or_its_further_resume_state(tmp_path):
+    """RunStore.so_far, which S1's in-progress reading and the plasticity window share: a paused folder without
+    its resume state (carried to another machine), then the same run continued past the pause (its resume state
+    further on than its folder), then stored complete; each read equals the uninterrupted run's rows cut there."""
+    from critwin.paper_checks.alchemy_checks import InProgressView
+    cfg = config_from_flat(BASE)
+    rid, key = cfg.run_id(), ["step", "split", "metric"]
+    whole = train(cfg, progress=False).metrics
+
+    def cut(step):
+        return whole[whole.step <= step].sort_values(key).reset_index(drop=True)
+
+    store = RunStore(tmp_path).ensure_writable()
+    run_sweep([cfg], store, LocalExecutor(1, pack=1), progress=False, pause=Pause(until=20))
+    store.drop_resume(rid)
+    assert store.partial(rid) is None
+    for step, status in ((20, "paused"), (40, "in progress"), (60, "complete")):
+        if status == "in progress":
+            with pytest.raises(Paused):
+                train(cfg, progress=False, resume=store.resume_path(rid), until=40)
+        elif status == "complete":
+            run_sweep([cfg], store, progress=False)
+        metrics, got_step, steps, got_status = store.so_far(rid)
+        assert (got_step, steps, got_status) == (step, 60, status)
+        pd.testing.assert_frame_equal(metrics.sort_values(key).reset_index(drop=True), cut(step), check_dtype=False)
+        view = InProgressView(store)
+        assert view.complete(rid).metrics.step.max() == step
+        assert view.read == ({} if status == "complete" else {rid: (step, 60)})
+    assert RunStore(tmp_path / "none").so_far(rid) is None
