@@ -47,6 +47,40 @@ def test_a_carried_state_resumes_exactly_and_keeps_only_the_chosen_checkpoints(t
         carry.restore(new, "0" * 16, src=repo)
 
 
+def test_a_run_carried_after_it_finished_is_the_stored_run_with_the_kept_checkpoints(tmp_path):
+    """Once the long run is stored complete it has no resume state: carry.py save takes its folder and the kept
+    checkpoints (the state.pt of its training days is dropped), and restore rebuilds the stored run, its metrics
+    and the kept checkpoints as the store wrote them, so a branch reads the same state on the new machine."""
+    from critwin.empirical import RunStore
+    from critwin.empirical.sweep import run_sweep
+    carry = _carry()
+    cfg = config_from_flat(CFG)
+    rid = cfg.run_id()
+    old, new, repo = (RunStore(tmp_path / n) for n in ("old", "new", "carry"))
+    with pytest.raises(Killed):         # first carried while in training, as the long run was
+        train(cfg, progress=False, on_steps=kill_after(35), resume=old.ensure_writable().resume_path(rid), save_every=0)
+    carry.save(old.root, rid, keep=(20,), out=repo.root)
+    assert (repo.root / "state.pt").is_file()
+    run_sweep([cfg], old, progress=False)                      # then it finishes: a folder, no resume state
+    assert old.status(rid) == "complete" and not old.resume_path(rid).exists()
+    m = carry.save(old.root, rid, keep=(20,), out=repo.root)
+    assert m["complete"] and m["step"] == 60 and list(m["checkpoints_kept"]) == [20] and m["checkpoints_dropped"] == [10]
+    assert not (repo.root / "state.pt").exists()
+    with pytest.raises(Killed):          # the new machine had trained part of it: the finished run supersedes that
+        train(cfg, progress=False, on_steps=kill_after(15), resume=new.ensure_writable().resume_path(rid), save_every=0)
+    carry.restore(new.root, rid, src=repo.root)
+    assert new.status(rid) == "complete" and not new.resume_path(rid).exists()
+    pd.testing.assert_frame_equal(new.load(rid).metrics, old.load(rid).metrics)
+    assert new.load(rid).summary == old.load(rid).summary and new.checkpoint_steps(rid) == [20]
+    a, b = new.checkpoint(rid, 20), old.checkpoint(rid, 20)
+    assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+    with pytest.raises(SystemExit, match="already stored"):
+        carry.restore(new.root, rid, src=repo.root)
+    (repo.root / "run" / "summary.json").write_text("{}")
+    with pytest.raises(SystemExit, match="differs"):
+        carry.restore(RunStore(tmp_path / "third").root, rid, src=repo.root)
+
+
 def test_train_long_takes_each_seeds_own_carried_state(tmp_path):
     """train_long.sh restores seed 0 from carry/ and seed N from carry_seedN/ (never another seed's state), and
     trains that seed; the script runs beside stand-ins for carry.py and critwin that record their arguments."""

@@ -10,6 +10,10 @@ checkpoints, so a resumed run continues bit for bit.
     python3 carry.py save    STORE_DIR   # after a stretch of training: store -> carry/
     python3 carry.py restore STORE_DIR   # on a new machine, before train_long.sh
     python3 carry.py save STORE_DIR --run-id ID --dir carry_tiny   # another run (train_long.sh with SIZE=authors_tiny)
+
+Once the run is stored complete it has no resume state: `save` then carries its folder (`run/`: config, summary,
+environment, metrics) and the kept checkpoints, and `restore` rebuilds the stored run from them (the checkpoints
+back in its `checkpoints/` folder, where S6's branches read them).
 """
 from __future__ import annotations
 
@@ -17,6 +21,8 @@ import argparse
 import hashlib
 import io
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -34,11 +40,18 @@ def _sha(blob: bytes) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
+RUN_FILES = ("config.json", "summary.json", "environment.json", "metrics.parquet")   # a stored run's folder
+RUN_DIR = "run"
+
+
 def save(store: Path, run_id: str = RUN_ID, keep=KEEP, out: Path = HERE) -> dict:
-    """Split the store's resume state of `run_id` into out/state.pt and one file per kept checkpoint."""
+    """Split the store's resume state of `run_id` into out/state.pt and one file per kept checkpoint; a run
+    stored complete (no resume state any more) goes as its folder's files and its kept checkpoints."""
     src = store / f".resume-{run_id}.pt"
     if not src.is_file():
-        raise SystemExit(f"carry: no resume state at {src}")
+        if (store / run_id / "summary.json").is_file():
+            return _save_complete(store / run_id, run_id, keep, out)
+        raise SystemExit(f"carry: no resume state at {src} and no stored run {store / run_id}")
     state = torch.load(src, map_location="cpu", weights_only=False)
     ckpts = state.pop("checkpoints", {}) or {}
     out.mkdir(parents=True, exist_ok=True)
@@ -59,11 +72,59 @@ def save(store: Path, run_id: str = RUN_ID, keep=KEEP, out: Path = HERE) -> dict
     return manifest
 
 
+def _save_complete(folder: Path, run_id: str, keep, out: Path) -> dict:
+    summary = json.loads((folder / "summary.json").read_text())
+    if summary.get("status") != "complete":
+        raise SystemExit(f"carry: {folder} is {summary.get('status')}, not complete, and has no resume state")
+    (out / RUN_DIR).mkdir(parents=True, exist_ok=True)
+    for name in RUN_FILES:
+        write_atomic(out / RUN_DIR / name, (folder / name).read_bytes())
+    steps = sorted(int(p.stem.split("_")[1]) for p in (folder / "checkpoints").glob("step_*.pt"))
+    kept = {}
+    for step in steps:
+        if step in keep:
+            path = out / f"checkpoint-{step}.pt"
+            blob = (folder / "checkpoints" / f"step_{step}.pt").read_bytes()
+            if not path.is_file() or path.read_bytes() != blob:
+                write_atomic(path, blob)
+            kept[step] = _sha(blob)
+    (out / "state.pt").unlink(missing_ok=True)          # the resume state it came from is gone with the run's end
+    manifest = {"run_id": run_id, "complete": True, "step": int(summary["steps_done"]),
+                "wall_s": round(float(summary.get("wall_seconds", 0.0)), 1), "checkpoints_kept": kept,
+                "checkpoints_dropped": [s for s in steps if s not in keep],
+                "files": {name: _sha((out / RUN_DIR / name).read_bytes()) for name in RUN_FILES}}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def _restore_complete(store: Path, run_id: str, src: Path, manifest: dict) -> dict:
+    """Rebuild the stored run from src/run/ and the kept checkpoints, swapped in by a rename (never half a run)."""
+    final = store / run_id
+    if (final / "summary.json").is_file():
+        raise SystemExit(f"carry: {final} is already stored; left as is")
+    for name in RUN_FILES:
+        if _sha((src / RUN_DIR / name).read_bytes()) != manifest["files"][name]:
+            raise SystemExit(f"carry: {src / RUN_DIR / name} differs from what the manifest records")
+    store.mkdir(parents=True, exist_ok=True)
+    tmp = store / f".tmp-carry-{run_id}-p{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(src / RUN_DIR, tmp)
+    (tmp / "checkpoints").mkdir()
+    for step in manifest["checkpoints_kept"]:
+        shutil.copyfile(src / f"checkpoint-{int(step)}.pt", tmp / "checkpoints" / f"step_{int(step)}.pt")
+    os.rename(tmp, final)
+    (store / f".resume-{run_id}.pt").unlink(missing_ok=True)     # a part-way state here is behind the finished run
+    return manifest
+
+
 def restore(store: Path, run_id: str = RUN_ID, src: Path = HERE) -> dict:
-    """Reassemble the resume state from src/ into the store (refused if the store's own is further on)."""
+    """Reassemble the resume state from src/ into the store (refused if the store's own is further on), or
+    the stored run itself when it was carried complete."""
     manifest = json.loads((src / "manifest.json").read_text())
     if manifest["run_id"] != run_id:
         raise SystemExit(f"carry: the carried state is of run {manifest['run_id']}, not {run_id}")
+    if manifest.get("complete"):
+        return _restore_complete(store, run_id, src, manifest)
     state = torch.load(src / "state.pt", map_location="cpu", weights_only=False)
     state["checkpoints"] = {int(s): (src / f"checkpoint-{int(s)}.pt").read_bytes()
                             for s in manifest["checkpoints_kept"]}
