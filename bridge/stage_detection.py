@@ -230,6 +230,22 @@ def frozen_configs(baselines: dict, component: str, freeze_steps, branch: bool =
     return cfgs
 
 
+def train_plasticity(grids: list, store, executor=None, progress: bool = True, pause=None) -> None:
+    """Train the runs of one or more plasticity grids (`plasticity_configs` dicts): the baselines first, then
+    in one sweep every frozen run whose source checkpoint is there, so that the frozen runs of several
+    components share the workers instead of waiting component by component."""
+    from critwin.empirical.sweep import run_sweep
+    base = {c.run_id(): c for g in grids for k, c in g.items() if k[0] is None}
+    frozen = {c.run_id(): c for g in grids for k, c in g.items() if k[0] is not None}
+    run_sweep(list(base.values()), store, executor, progress=progress)   # the frozen runs start from their checkpoints
+    # a branch of a baseline that failed would be stored as failed (and not retried): leave it for next time
+    have = {src: set(store.checkpoint_steps(src)) for src in
+            {c.branch_point()[0] for c in frozen.values() if c.branch}
+            if store.status(src) in (None, "complete", "paused")}
+    run_sweep([c for c in frozen.values() if c.branch is None or c.branch_point()[1] in have.get(c.branch_point()[0], ())],
+              store, executor, progress=progress, pause=pause)
+
+
 def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "test", delay: float = 0.0,
                       n: int = 3, executor=None, train: bool = True, progress: bool = True,
                       method: str = "threshold", pause=None):
@@ -246,17 +262,9 @@ def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "
     as it got (`step`): a stage it has not reached counts as that step (`censored`), so its delay is
     a lower bound, and `settled` says whether more training could still change what it reads."""
     import pandas as pd
-    from critwin.empirical.sweep import run_sweep
     check_method(method)
-    if train:       # baselines first: the frozen runs start from their checkpoints
-        run_sweep([c for k, c in cfgs.items() if k[0] is None], store, executor, progress=progress)
-        # a branch of a baseline that failed would be stored as failed (and not retried): leave it for next time
-        have = {src: set(store.checkpoint_steps(src)) for src in
-                {c.branch_point()[0] for k, c in cfgs.items() if k[0] is not None and c.branch}
-                if store.status(src) in (None, "complete", "paused")}
-        run_sweep([c for k, c in cfgs.items() if k[0] is not None
-                   and (c.branch is None or c.branch_point()[1] in have.get(c.branch_point()[0], ()))],
-                  store, executor, progress=progress, pause=pause)
+    if train:
+        train_plasticity([cfgs], store, executor, progress, pause)
     rows = []
     for (tf, s), c in cfgs.items():
         got = store.so_far(c.run_id())

@@ -467,7 +467,7 @@ class PlasticityCheck:
             wd_scale: float = 1.0, seeds: int | None = None, device: str = "cpu", points: int | None = None,
             precision: str = "fp32", task_seeds: int | None = None, reading: dict | None = None,
             input_format: str | None = None) -> dict:
-        from critwin.bridge.stage_detection import plasticity_configs, plasticity_window
+        from critwin.bridge.stage_detection import plasticity_configs, plasticity_window, train_plasticity
         _size_decay_only(wd_scale, reading)
         if task_seeds not in (None, 1):
             raise ConfigError("task_seeds", task_seeds, "1 for S6 (its frozen runs branch from task instance 0's"
@@ -480,10 +480,12 @@ class PlasticityCheck:
         metric, method = self.stage(size, input_format)
         pause = self.pause(size, flat)
         rows, windows, last, reached, finals, settled = [], {}, {}, [], [], 0
+        grids = {comp: plasticity_configs(flat, comp, grid, seed_range, freeze_optimizer="rebuild") for comp in comps}
+        if train:       # every component's frozen runs in one sweep: they share the workers
+            train_plasticity(list(grids.values()), store, executor, progress, pause)
         for comp in comps:
-            per_run, table = plasticity_window(plasticity_configs(flat, comp, grid, seed_range, freeze_optimizer="rebuild"),
-                                               store, metric,
-                                               "test", every, 3, executor, train, progress, method, pause)
+            per_run, table = plasticity_window(grids[comp], store, metric, "test", every, 3, executor, False, progress,
+                                               method, pause)
             base = per_run[per_run.freeze_step.isna()]
             settled += int(per_run.settled[per_run.freeze_step.notna()].sum())
             reached = [float(np.isfinite(t)) for t in base.stage_step]

@@ -289,10 +289,19 @@ def test_s1_at_the_authors_size_reports_the_epochs_of_every_stage(tmp_path):
     assert rows["epoch at which P(B|A) completes"]["measured"] == pytest.approx(per[2])
 
 
-def test_s6_under_stone_tokens_trains_end_to_end_at_quick_size(tmp_path):
-    """The CLI trains S6's baselines and branches with stone tokens (every stored run says so) and names the result."""
+def test_s6_under_stone_tokens_trains_end_to_end_at_quick_size(tmp_path, monkeypatch):
+    """The CLI trains S6's baselines and branches with stone tokens (every stored run says so) and names the result.
+    The frozen runs of every component go in one sweep after the baseline's, so that they share the workers."""
     import json
+
     from critwin.cli.main import main
+    from critwin.empirical import sweep
+    sizes, real = [], sweep.run_sweep
+
+    def spy(configs, *args, **kwargs):
+        sizes.append(len(configs))
+        return real(configs, *args, **kwargs)
+    monkeypatch.setattr(sweep, "run_sweep", spy)
     assert main(["check", "S6", "--size", "quick", "--input-format", "stone_states", "--freeze-points", "2",
                  "--store", str(tmp_path / "runs"), "--results", str(tmp_path / "res"), "--no-progress",
                  "--workers", "1"]) == 0
@@ -301,3 +310,4 @@ def test_s6_under_stone_tokens_trains_end_to_end_at_quick_size(tmp_path):
     configs = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*/config.json")]
     assert len(configs) == 1 + 2 * 3 and all(c["input_format"] == "stone_states" for c in configs)
     assert sum(bool(c["freeze"]) for c in configs) == 6
+    assert sizes[:2] == [1, 6]
