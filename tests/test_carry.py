@@ -76,7 +76,7 @@ def test_a_run_carried_after_it_finished_is_the_stored_run_with_the_kept_checkpo
     assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
     with pytest.raises(SystemExit, match="already stored"):
         carry.restore(new.root, rid, src=repo.root)
-    (repo.root / "run" / "summary.json").write_text("{}")
+    (repo.root / rid / "summary.json").write_text("{}")
     with pytest.raises(SystemExit, match="differs"):
         carry.restore(RunStore(tmp_path / "third").root, rid, src=repo.root)
 

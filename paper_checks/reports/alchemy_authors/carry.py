@@ -11,9 +11,9 @@ checkpoints, so a resumed run continues bit for bit.
     python3 carry.py restore STORE_DIR   # on a new machine, before train_long.sh
     python3 carry.py save STORE_DIR --run-id ID --dir carry_tiny   # another run (train_long.sh with SIZE=authors_tiny)
 
-Once the run is stored complete it has no resume state: `save` then carries its folder (`run/`: config, summary,
-environment, metrics) and the kept checkpoints, and `restore` rebuilds the stored run from them (the checkpoints
-back in its `checkpoints/` folder, where S6's branches read them).
+Once the run is stored complete it has no resume state: `save` then carries its folder (`ID/`: config, summary,
+environment and metrics, as the store wrote them) and the kept checkpoints, and `restore` rebuilds the stored run
+from them (the checkpoints back in its `checkpoints/` folder, where S6's branches read them).
 """
 from __future__ import annotations
 
@@ -41,7 +41,6 @@ def _sha(blob: bytes) -> str:
 
 
 RUN_FILES = ("config.json", "summary.json", "environment.json", "metrics.parquet")   # a stored run's folder
-RUN_DIR = "run"
 
 
 def save(store: Path, run_id: str = RUN_ID, keep=KEEP, out: Path = HERE) -> dict:
@@ -76,9 +75,9 @@ def _save_complete(folder: Path, run_id: str, keep, out: Path) -> dict:
     summary = json.loads((folder / "summary.json").read_text())
     if summary.get("status") != "complete":
         raise SystemExit(f"carry: {folder} is {summary.get('status')}, not complete, and has no resume state")
-    (out / RUN_DIR).mkdir(parents=True, exist_ok=True)
+    (out / run_id).mkdir(parents=True, exist_ok=True)
     for name in RUN_FILES:
-        write_atomic(out / RUN_DIR / name, (folder / name).read_bytes())
+        write_atomic(out / run_id / name, (folder / name).read_bytes())
     steps = sorted(int(p.stem.split("_")[1]) for p in (folder / "checkpoints").glob("step_*.pt"))
     kept = {}
     for step in steps:
@@ -92,7 +91,7 @@ def _save_complete(folder: Path, run_id: str, keep, out: Path) -> dict:
     manifest = {"run_id": run_id, "complete": True, "step": int(summary["steps_done"]),
                 "wall_s": round(float(summary.get("wall_seconds", 0.0)), 1), "checkpoints_kept": kept,
                 "checkpoints_dropped": [s for s in steps if s not in keep],
-                "files": {name: _sha((out / RUN_DIR / name).read_bytes()) for name in RUN_FILES}}
+                "files": {name: _sha((out / run_id / name).read_bytes()) for name in RUN_FILES}}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
 
@@ -103,12 +102,12 @@ def _restore_complete(store: Path, run_id: str, src: Path, manifest: dict) -> di
     if (final / "summary.json").is_file():
         raise SystemExit(f"carry: {final} is already stored; left as is")
     for name in RUN_FILES:
-        if _sha((src / RUN_DIR / name).read_bytes()) != manifest["files"][name]:
-            raise SystemExit(f"carry: {src / RUN_DIR / name} differs from what the manifest records")
+        if _sha((src / run_id / name).read_bytes()) != manifest["files"][name]:
+            raise SystemExit(f"carry: {src / run_id / name} differs from what the manifest records")
     store.mkdir(parents=True, exist_ok=True)
     tmp = store / f".tmp-carry-{run_id}-p{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(src / RUN_DIR, tmp)
+    shutil.copytree(src / run_id, tmp)
     (tmp / "checkpoints").mkdir()
     for step in manifest["checkpoints_kept"]:
         shutil.copyfile(src / f"checkpoint-{int(step)}.pt", tmp / "checkpoints" / f"step_{int(step)}.pt")
