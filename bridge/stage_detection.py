@@ -232,8 +232,8 @@ def frozen_configs(baselines: dict, component: str, freeze_steps, branch: bool =
 
 def train_plasticity(grids: list, store, executor=None, progress: bool = True, pause=None) -> None:
     """Train the runs of one or more plasticity grids (`plasticity_configs` dicts): the baselines first, then
-    in one sweep every frozen run whose source checkpoint is there, so that the frozen runs of several
-    components share the workers instead of waiting component by component."""
+    in one sweep every frozen run whose source checkpoint is there, latest branch first, so that the frozen
+    runs of several components share the workers instead of waiting component by component."""
     from critwin.empirical.sweep import run_sweep
     base = {c.run_id(): c for g in grids for k, c in g.items() if k[0] is None}
     frozen = {c.run_id(): c for g in grids for k, c in g.items() if k[0] is not None}
@@ -242,8 +242,10 @@ def train_plasticity(grids: list, store, executor=None, progress: bool = True, p
     have = {src: set(store.checkpoint_steps(src)) for src in
             {c.branch_point()[0] for c in frozen.values() if c.branch}
             if store.status(src) in (None, "complete", "paused")}
-    run_sweep([c for c in frozen.values() if c.branch is None or c.branch_point()[1] in have.get(c.branch_point()[0], ())],
-              store, executor, progress=progress, pause=pause)
+    ready = [c for c in frozen.values() if c.branch is None or c.branch_point()[1] in have.get(c.branch_point()[0], ())]
+    # latest branch first: under a stage pause a late branch inherits its stage complete and settles at once
+    ready.sort(key=lambda c: -(c.branch_point()[1] if c.branch else 0))
+    run_sweep(ready, store, executor, progress=progress, pause=pause)
 
 
 def plasticity_window(cfgs: dict, store, metric: str = "event_c", split: str = "test", delay: float = 0.0,

@@ -300,6 +300,8 @@ def test_s6_under_stone_tokens_trains_end_to_end_at_quick_size(tmp_path, monkeyp
 
     def spy(configs, *args, **kwargs):
         sizes.append(len(configs))
+        starts = [int(c.branch.split("@")[1]) if c.branch else 0 for c in configs]
+        assert starts == sorted(starts, reverse=True)          # latest branch first
         return real(configs, *args, **kwargs)
     monkeypatch.setattr(sweep, "run_sweep", spy)
     assert main(["check", "S6", "--size", "quick", "--input-format", "stone_states", "--freeze-points", "2",
