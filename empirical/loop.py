@@ -185,13 +185,14 @@ class StopOnSignal:
     """Ctrl-C (SIGINT) or SIGTERM while a loop runs: the loop finishes its step, writes the resume
     state and raises `Stopped`, so a stop loses no training; a second signal stops at once.
     Installed only in the main thread and only over a signal's default handler (a pool worker
-    that ignores SIGINT goes on ignoring it); the handlers before are put back on exit."""
+    that ignores SIGINT goes on ignoring it); the handlers before are put back on exit. `at_once`:
+    the first signal raises `Stopped` (a process that only waits, such as a worker pool's parent)."""
 
-    def __init__(self):
-        self.signum, self.old = None, {}
+    def __init__(self, at_once: bool = False):
+        self.signum, self.old, self.at_once = None, {}, at_once
 
     def _handle(self, signum, frame):
-        if self.signum is not None:
+        if self.at_once or self.signum is not None:
             raise Stopped(signum)
         self.signum = signum
 

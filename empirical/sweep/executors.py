@@ -53,42 +53,20 @@ def _worker_init(parent: int, steps_queue=None):
 STOP_GRACE = 120.0     # seconds a stopped pool waits for its workers to write their resume states
 
 
-class _term_as_interrupt:
-    """SIGTERM to the submitting process reads as Ctrl-C (loop.Stopped) while a pool runs, so
-    that it stops its workers the same way instead of dying and leaving them to be killed."""
-
-    def __enter__(self):
-        self.old = None
-        if threading.current_thread() is threading.main_thread() \
-                and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            self.old = signal.signal(signal.SIGTERM, self._raise)
-        return self
-
-    @staticmethod
-    def _raise(signum, frame):
-        from critwin.empirical.loop import Stopped
-        raise Stopped(signum)
-
-    def __exit__(self, *exc):
-        if self.old is not None:
-            signal.signal(signal.SIGTERM, self.old)
-        return False
-
-
 def _stop_workers(pool, grace: float | None = None) -> None:
     """Stop a pool's workers keeping what they trained: each gets SIGTERM, finishes its step and
     writes its run's resume state (loop.StopOnSignal); those not done within `grace` seconds
     ($CRITWIN_STOP_GRACE, else STOP_GRACE), or all of them at a second Ctrl-C, are killed."""
     procs = [p for p in list((getattr(pool, "_processes", None) or {}).values()) if p.is_alive()]
     grace = float(os.environ.get("CRITWIN_STOP_GRACE", STOP_GRACE)) if grace is None else grace
-    futures = [f for f in list((getattr(pool, "_pending_work_items", None) or {}).values())]
+    futures = [w.future for w in list((getattr(pool, "_pending_work_items", None) or {}).values())]
     try:
         for p in procs:
             try:
                 os.kill(p.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-        wait([w.future for w in futures], timeout=grace)
+        wait(futures, timeout=grace)
     finally:
         for p in procs:
             p.kill()
@@ -267,7 +245,8 @@ class LocalExecutor:
                 if done:
                     return done, rest
         items = iter(items)
-        with _term_as_interrupt():
+        from critwin.empirical.loop import StopOnSignal
+        with StopOnSignal(at_once=True):    # SIGTERM too stops the workers as Ctrl-C does, not this process alone
             yield from self._pool_results(ctx, steps_queue, fn, items, wait_some)
 
     def _pool_results(self, ctx, steps_queue, fn, items, wait_some):

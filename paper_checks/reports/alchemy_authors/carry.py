@@ -21,14 +21,13 @@ import argparse
 import hashlib
 import io
 import json
-import os
-import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 
-from critwin.empirical.store import write_atomic
+from critwin.empirical.store import RunStore, read_run, write_atomic
 from critwin.paper_checks.claims import CHECKS
 
 RUN_ID = "4fd235a0283b7550"            # train_long.sh's run (seed 0); its id is its config's hash
@@ -97,22 +96,17 @@ def _save_complete(folder: Path, run_id: str, keep, out: Path) -> dict:
 
 
 def _restore_complete(store: Path, run_id: str, src: Path, manifest: dict) -> dict:
-    """Rebuild the stored run from src/run/ and the kept checkpoints, swapped in by a rename (never half a run)."""
-    final = store / run_id
-    if (final / "summary.json").is_file():
-        raise SystemExit(f"carry: {final} is already stored; left as is")
+    """Store the run read from src/ID/ with the kept checkpoints (the store's own atomic save: never half a run)."""
+    if (store / run_id / "summary.json").is_file():
+        raise SystemExit(f"carry: {store / run_id} is already stored; left as is")
     for name in RUN_FILES:
         if _sha((src / run_id / name).read_bytes()) != manifest["files"][name]:
             raise SystemExit(f"carry: {src / run_id / name} differs from what the manifest records")
-    store.mkdir(parents=True, exist_ok=True)
-    tmp = store / f".tmp-carry-{run_id}-p{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(src / run_id, tmp)
-    (tmp / "checkpoints").mkdir()
-    for step in manifest["checkpoints_kept"]:
-        shutil.copyfile(src / f"checkpoint-{int(step)}.pt", tmp / "checkpoints" / f"step_{int(step)}.pt")
-    os.rename(tmp, final)
-    (store / f".resume-{run_id}.pt").unlink(missing_ok=True)     # a part-way state here is behind the finished run
+    run = replace(read_run(src / run_id), checkpoints={int(s): (src / f"checkpoint-{int(s)}.pt").read_bytes()
+                                                        for s in manifest["checkpoints_kept"]})
+    target = RunStore(store)
+    target.save(run)
+    target.drop_resume(run_id)          # a part-way state here is behind the finished run
     return manifest
 
 

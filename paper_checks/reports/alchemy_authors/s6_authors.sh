@@ -3,12 +3,10 @@
 # frozen from the long run's checkpoints at epochs 10, 80 and 140, each frozen run paused once event A completes
 # or at epoch 80. It shares the long run's store: the branches start from the checkpoints in the long run's
 # resume state (put back from carry/ here first, as train_long.sh does), while train_long.sh trains it on.
-# One worker, one thread; a branch from epoch 10 takes 14,000-24,000 steps (4-8 hours on one core), so the runs
-# span machines: `bash s6_authors.sh --save` copies the frozen runs (folders; resume states of runs cut short)
-# into s6_store/ (commit it), and this script puts them back before it trains.
-# WORKERS=2 trains two frozen runs at once (one process and one thread each), for a machine whose second core
-# is free (the long run complete); `pkill -TERM -f "critwin check S6"` stops either way with every run's resume
-# state written.
+# One worker (WORKERS=2: two processes, for a machine whose second core is free), one thread each; a branch from
+# epoch 10 takes 14,000-24,000 steps (4-8 hours on one core), so the runs span machines: `bash s6_authors.sh
+# --save` copies the frozen runs (folders; resume states of runs cut short) into s6_store/ (commit it), and this
+# script puts them back before it trains. `pkill -TERM -f "critwin check S6"` stops with every run's state written.
 # Usage: STORE=runs/alchemy_authors [WORKERS=2] bash s6_authors.sh   # train what is left, then judge
 #        STORE=runs/alchemy_authors bash s6_authors.sh --save   # carry the frozen runs
 set -euo pipefail
