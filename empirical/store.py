@@ -305,8 +305,8 @@ class RunStore:
     def in_progress(self) -> list[dict]:
         """Runs claimed by a live process or with a resume state: who trains them, how far the
         last saved state got (step, of steps, its age in seconds, training seconds so far, the
-        last logged metrics). A resume state without a live claim is a killed run that the next
-        sweep of its config continues."""
+        last logged metrics, and 'paused' when its folder is stored paused). A resume state without
+        a live claim is a paused run, or a killed one that the next sweep of its config continues."""
         if not self.root.is_dir():
             return []
         import torch
@@ -327,7 +327,8 @@ class RunStore:
             holder = _read_claim(claim)
             live = bool(holder) and _claim_live(claim, holder)
             row = {"run_id": rid, "training": f"{holder.get('host')}:{holder.get('pid')}" if live else None,
-                   "step": None, "steps": None, "saved_seconds_ago": None, "wall_seconds": None, "last": {}}
+                   "step": None, "steps": None, "saved_seconds_ago": None, "wall_seconds": None, "last": {},
+                   "paused": not live and self.status(rid) == "paused"}
             path = self.resume_path(rid)
             if rid in in_pack:
                 path, state, e = in_pack[rid]

@@ -455,6 +455,7 @@ def test_runs_progress_lists_live_claims_and_resume_states(tmp_path, capsys):
     rows = {r["run_id"]: r for r in store.in_progress()}
     assert set(rows) == {killed.run_id(), busy.run_id(), "f" * 16}
     assert rows[killed.run_id()]["training"] is None and rows[killed.run_id()]["step"] == 20
+    assert rows[killed.run_id()]["paused"] is False
     assert rows[killed.run_id()]["steps"] == 60 and "train_acc" in rows[killed.run_id()]["last"]
     assert rows[busy.run_id()]["training"].endswith(f":{os.getpid()}") and rows[busy.run_id()]["step"] is None
     assert "unreadable" in rows["f" * 16]["error"]

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
+from critwin.cli.main import main
 from critwin.bridge.stage_detection import StageReached, plasticity_configs, plasticity_window
 from critwin.empirical import RunStore
 from critwin.empirical.loop import Paused
@@ -69,7 +70,7 @@ def test_a_branch_takes_its_checkpoint_from_a_run_still_in_training(tmp_path):
     pd.testing.assert_frame_equal(early.load(branch.run_id()).metrics, done.load(branch.run_id()).metrics)
 
 
-def test_a_sweep_pause_keeps_the_runs_and_the_same_sweep_without_it_finishes_them(tmp_path):
+def test_a_sweep_pause_keeps_the_runs_and_the_same_sweep_without_it_finishes_them(tmp_path, capsys):
     cfgs = plasticity_configs({**BASE, "checkpoints": [20]}, "layer0", [20], [0, 1])
     store, ref = RunStore(tmp_path / "s"), RunStore(tmp_path / "ref")
     base = [c for k, c in cfgs.items() if k[0] is None]
@@ -80,6 +81,11 @@ def test_a_sweep_pause_keeps_the_runs_and_the_same_sweep_without_it_finishes_the
     assert sorted(res.paused) == sorted((c.run_id(), 40) for c in frozen) and not res.done
     assert all(store.status(c.run_id()) == "paused" and store.partial(c.run_id())[1] == 40 for c in frozen)
     assert all(store.load(c.run_id()).summary["steps_done"] == 40 for c in frozen)
+    rows = store.in_progress()          # paused with their resume states: listed as paused, not as killed
+    assert sorted(r["run_id"] for r in rows) == sorted(c.run_id() for c in frozen) and all(r["paused"] for r in rows)
+    assert main(["runs", "progress", "--store", str(store.root)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("paused: stored where its stop rule held") == 2 and "killed" not in out
     again = run_sweep(frozen, store, progress=False, pause=Pause(until=40))     # where this pause leaves them
     assert sorted(again.skipped) == sorted(c.run_id() for c in frozen) and not again.paused
     assert "2 paused" in res.describe()
