@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 import torch
 
-from critwin.cli.main import main
 from critwin.bridge.stage_detection import StageReached, plasticity_configs, plasticity_window
+from critwin.cli.main import main
 from critwin.empirical import RunStore
 from critwin.empirical.loop import Paused
 from critwin.empirical.sweep import LocalExecutor, Pause, config_from_flat, run_sweep

@@ -86,10 +86,10 @@ def cmd_progress(args):
     table = []
     for r in rows:
         keys = [k for k in r["last"] if k.endswith(("_acc", "test_event_a")) and not k.startswith("test_ablate")][:4]
-        killed = ("no: unreadable litter (--clean removes it)" if "error" in r else
-                  "no (paused: stored where its stop rule held)" if r.get("paused") else
-                  "no (killed: the next sweep resumes it)")
-        table.append({"run_id": r["run_id"], "training": r["training"] or killed,
+        idle = ("no: unreadable litter (--clean removes it)" if "error" in r else
+                "no (paused: stored where its stop rule held)" if r.get("paused") else
+                "no (killed: the next sweep resumes it)")
+        table.append({"run_id": r["run_id"], "training": r["training"] or idle,
                       "step": r["step"], "of": r["steps"],
                       "saved_min_ago": None if r["saved_seconds_ago"] is None else round(r["saved_seconds_ago"] / 60, 1),
                       **{k: round(r["last"][k], 3) for k in keys},

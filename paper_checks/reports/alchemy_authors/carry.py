@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from critwin.empirical.store import RunStore, read_run, write_atomic
+from critwin.empirical.store import FILES as RUN_FILES, RunStore, read_run, write_atomic   # a stored run's files
 from critwin.paper_checks.claims import CHECKS
 
 RUN_ID = "4fd235a0283b7550"            # train_long.sh's run (seed 0); its id is its config's hash
@@ -37,9 +37,6 @@ HERE = Path(__file__).resolve().parent / "carry"
 
 def _sha(blob: bytes) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
-
-
-RUN_FILES = ("config.json", "summary.json", "environment.json", "metrics.parquet")   # a stored run's folder
 
 
 def save(store: Path, run_id: str = RUN_ID, keep=KEEP, out: Path = HERE) -> dict:
