@@ -255,7 +255,8 @@ def test_a_run_reads_as_far_as_it_got_from_its_paused_folder_or_its_further_resu
             with pytest.raises(Paused):
                 train(cfg, progress=False, resume=store.resume_path(rid), until=40)
         elif status == "complete":
-            run_sweep([cfg], store, progress=False)
+            run_sweep([cfg], store, progress=False)     # a sweep that packs: the run goes on alone from step 40
+            assert store.load(rid).summary["resumed_from_step"] == 40
         metrics, got_step, steps, got_status = store.so_far(rid)
         assert (got_step, steps, got_status) == (step, 60, status)
         pd.testing.assert_frame_equal(metrics.sort_values(key).reset_index(drop=True), cut(step), check_dtype=False)

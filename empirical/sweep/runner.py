@@ -144,8 +144,8 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
     Compatible configs train as packs of up to `pack` members in one process (None: the
     executor's pack, else the engine's default for their device; 1: each alone); each member
     is stored as its own run, under the id it has alone. A run trained alone that is killed
-    midway continues from its last resume state (RunStore.resume_path) on the next sweep, and
-    so does a pack killed midway whose members are all still to train (RunStore.pack_resume_path).
+    midway continues from its last resume state (RunStore.resume_path) on the next sweep, alone
+    even where that sweep packs, and so does a pack killed midway whose members are all still to train (RunStore.pack_resume_path).
     `pause` (runs trained alone only) pauses each run at a step or once its rows meet a rule, such as
     a stage reached: the run is stored as paused, beside its resume state, and listed in `paused`; a
     paused run this pause already settles is not trained again."""
@@ -176,7 +176,7 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
         again = resumed_packs(store, todo, size, set(skip), pack_files)
         taken = {c.run_id() for g in again for c in g}
         for group in again + packs([c for c in todo if c.run_id() not in taken], size, getattr(executor, "workers", 1)):
-            items, ids = [], []
+            items, ids, alone = [], [], []
             for c in group:
                 rid = c.run_id()
                 if not store.claim(rid):
@@ -189,13 +189,14 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                     bar.update(1)
                     continue
                 claims.add(rid)
-                if on_engine(c, size):      # a pack member: plain config (packs do not branch)
+                # a pack member: plain config (packs do not branch); one killed while trained alone goes on alone
+                if on_engine(c, size) and not store.resume_path(rid).exists():
                     items.append(c.resolved())
                     ids.append(rid)
                     continue
                 try:
                     start = branch_start(store, c)
-                    items.append((c.resolved(), start, str(store.resume_path(rid)), pause))
+                    alone.append((c.resolved(), start, str(store.resume_path(rid)), pause))
                 except (ConfigError, CorruptRunError) as e:     # no source checkpoint: this run fails, others go on
                     store.save(failed_run(c.resolved(), str(e), ""), replace=rid in replace)
                     store.release(rid)
@@ -207,8 +208,8 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                 for rid in ids:
                     pack_files.setdefault(rid, set()).add(path)
                 yield Pack(tuple(items), str(path))
-            elif items:
-                yield items
+            if alone:
+                yield alone
 
     bar = tqdm(total=len(configs), initial=len(skip), desc="sweep", unit="run", disable=not progress)
     bar.set_postfix(done=0, failed=0, remaining=len(todo))
