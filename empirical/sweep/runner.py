@@ -145,7 +145,8 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
     executor's pack, else the engine's default for their device; 1: each alone); each member
     is stored as its own run, under the id it has alone. A run trained alone that is killed
     midway continues from its last resume state (RunStore.resume_path) on the next sweep, alone
-    even where that sweep packs, and so does a pack killed midway whose members are all still to train (RunStore.pack_resume_path).
+    even where that sweep packs, and so does a pack killed midway whose members are all still
+    to train (RunStore.pack_resume_path).
     `pause` (runs trained alone only) pauses each run at a step or once its rows meet a rule, such as
     a stage reached: the run is stored as paused, beside its resume state, and listed in `paused`; a
     paused run this pause already settles is not trained again."""
@@ -189,12 +190,11 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                     bar.update(1)
                     continue
                 claims.add(rid)
-                # a pack member: plain config (packs do not branch); one killed while trained alone goes on alone
-                if on_engine(c, size) and not store.resume_path(rid).exists():
+                if on_engine(c, size) and not store.resume_path(rid).exists():    # a pack member (packs do not branch)
                     items.append(c.resolved())
                     ids.append(rid)
                     continue
-                try:
+                try:            # alone: a branch, a run that does not pack, or one killed while it trained alone
                     start = branch_start(store, c)
                     alone.append((c.resolved(), start, str(store.resume_path(rid)), pause))
                 except (ConfigError, CorruptRunError) as e:     # no source checkpoint: this run fails, others go on
