@@ -280,9 +280,51 @@ def measure_configs(reg: dict, measured) -> dict:
     return out
 
 
+def cmd_score_panel(args, reg: dict):
+    """A panel registration: every method beside every trivial baseline, per cell and per run, with skill."""
+    import pandas as pd
+    from pathlib import Path
+    from critwin.bridge.panel import score_panel
+    here = Path(args.registration).parent
+    predicted = pd.read_csv(here / "registration_runs.csv")
+    files = sorted(Path(args.measured).glob("*.csv")) if Path(args.measured).is_dir() else []
+    measured = (pd.concat([pd.read_csv(f) for f in files]) if files
+                else pd.DataFrame(columns=["cell", "onset", "task_seed", "seed", "ood_acc"]))
+    out = score_panel(reg, predicted, measured)
+    names = [*reg["methods"], *reg["baselines"]]
+    text = [f"registration {args.registration} (registered {reg['registered']}, commit {reg['commit'][:7]}): "
+            f"{out['measured_cells']} of {out['registered_cells']} cells, {out['measured_runs']} of "
+            f"{out['registered_runs']} runs measured"]
+    for n in names:
+        text.append(f"  {n}: {reg['method_text'][n]}")
+    if len(out["cells"]):
+        text += ["per cell: predicted left edge (steps) and |log2((p+25)/(m+25))| error",
+                 format_table(out["cells"].to_dict(orient="records"),
+                              ["cell", "measured", *[c for n in names for c in (n, f"{n}_err")]])]
+    if len(out["runs"]):
+        text += ["per run: Brier score (lower is better) and AUC of 'composes' (final OOD >= 0.5)",
+                 format_table(out["runs"].to_dict(orient="records"), ["name", "brier", "auc"])]
+    if len(out["skill"]):
+        text += ["skill = baseline's error - method's (AUC: method's - baseline's), paired bootstrap 90% interval "
+                 "over cells (per cell) or (cell, task instance) clusters (per run)",
+                 format_table(out["skill"].to_dict(orient="records"),
+                              ["method", "baseline", "score", "skill", "lo", "hi", "clusters", "verdict"])]
+    if args.out_csv:
+        out["cells"].to_csv(args.out_csv, index=False)
+        text.append(f"wrote {args.out_csv}")
+    payload = {"registration": str(args.registration), **{k: v for k, v in out.items() if not hasattr(v, "to_dict")},
+               **{k: v.to_dict(orient="records") for k, v in out.items() if hasattr(v, "to_dict")}}
+    return payload, "\n".join(text)
+
+
 def cmd_score(args):
+    import json
+    from pathlib import Path
     from critwin.bridge.baselines import score_baselines
     from critwin.bridge.registration import load_registration, score, summary
+    path = Path(args.registration)
+    if path.is_file() and json.loads(path.read_text()).get("design") == "panel":
+        return cmd_score_panel(args, json.loads(path.read_text()))
     reg = load_registration(args.registration)
     frame = score(reg, args.measured)
     cols = ["cell", "predicted", "measured", "interval", "runs", "verdict"]
@@ -329,9 +371,11 @@ def register(sub):
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_survival)
 
-    p = sub.add_parser("score", help="score a registered edge prediction file against the edges measured since")
-    p.add_argument("registration", help="registration JSON (bridge/registration.py)")
-    p.add_argument("measured", help="folder of `critwin sweep edge --json` outputs, one <cell id>.json per cell")
+    p = sub.add_parser("score", help="score a registered prediction file against what was measured since: edges "
+                                     "(bisected cells) or, for a panel, every run beside trivial baselines")
+    p.add_argument("registration", help="registration JSON (bridge/registration.py, or a panel: bridge/panel.py)")
+    p.add_argument("measured", help="folder of `critwin sweep edge --json` outputs, one <cell id>.json per cell; "
+                                    "for a panel, one <cell id>.csv of finished runs per cell")
     p.add_argument("--out-csv", default=None, help="also write the scored table as CSV")
     p.add_argument("--baselines", nargs="+", choices=BASELINES, default=None,
                    help="also score these older methods on the same measured cells (their window at each cell's run"

@@ -1,0 +1,144 @@
+"""A registered panel of onset curves: per-run predictions from each run's own no-decay state, trivial baselines
+fitted on build data, and their scores once the runs are measured (bridge.skill).
+
+Each penalised run (cell x onset x task instance x seed) shares its no-decay prefix up to the onset with a probe of
+the same seed and task instance, so a method may read that probe up to the onset. The methods here are the
+composition model read coordinate by coordinate (bridge.survival): a coordinate of the reasoning path grows
+under the penalty iff its pull beats lambda theta^2, the per-coordinate solution of q' = s eps q^2 - lambda q.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from critwin.bridge.registration import cell_id
+from critwin.bridge.skill import (COMPOSES, NO_WINDOW, OnsetLogistic, auc, auc_skill, brier, crossing, edge_error,
+                                  error_skill, nearest_cell)
+from critwin.errors import ConfigError
+
+ONSETS = (0, 50, 100, 150, 200, 300, 400, 600, 800)
+METHODS = ("held_max", "held_half")
+BASELINES = ("constant", "nearest", "onset")
+METHOD_TEXT = {
+    "held_max": "P(composes at onset t) = the running maximum, up to t, of the run's own held share of the "
+                "attention weights the loss grows (bridge.survival) at the cell's lambda; nothing fitted",
+    "held_half": "composes (P = 1) once the run's own held share has reached 1/2 by the onset, else P = 0 "
+                 "(Theory II's level, from Adam's sign limit, read per run)",
+    "constant": "the build cells' mean left edge; per run P = 1 at onsets past it, else 0",
+    "nearest": "the nearest build cell in (optimizer, gamma / 0.3, log2 lambda / 2): its edge; per run its "
+               "measured fraction of composing runs at the onset (linear between its measured onsets)",
+    "onset": "a logistic curve of composes against the onset alone, fitted on the build runs",
+}
+SGD_SETS = "--set optimizer=sgd --set lr=0.1 --set momentum=0.9 "
+
+
+def cell_plan(kind: str, optimizer: str, gamma: float, lam: float, width: int, store: str = "runs/theory3") -> dict:
+    """A panel cell with its id and the `critwin sweep run` command that measures its whole onset curve."""
+    if kind != "left":
+        raise ConfigError("kind", kind, "left (the panel's methods predict left edges)")
+    cell = {"kind": kind, "optimizer": optimizer, "gamma": gamma, "lambda": lam, "width": width}
+    cell["id"] = cell_id(cell)
+    cell["measure"] = (f"critwin sweep run --set gamma={gamma:g} --set decay_form=l2 --set decay_set=non_embedding "
+                       f"--set wd={lam:g} --set wd_width={width} --set wd_window_start={','.join(map(str, ONSETS))} "
+                       f"--set task_seed=0,1,2 --set seed=0,1 {SGD_SETS if optimizer == 'sgd' else ''}"
+                       f"--store {store}")
+    return cell
+
+
+def method_curve(method: str, curves: dict, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """(probe steps, P(composes) for a window opening at each step) of a method on one run's probe."""
+    key = f"attn_{float(lam):g}"
+    if key not in curves:
+        raise ConfigError("lambda", lam, "a lambda the probe measured: " + ", ".join(
+            k[5:] for k in curves if k.startswith("attn_") and k != "attn_grown"))
+    steps = np.asarray(curves["step"], float)
+    held = np.maximum.accumulate(np.nan_to_num(np.asarray(curves[key], float), nan=0.0))
+    if method == "held_max":
+        return steps, held
+    if method == "held_half":
+        return steps, (held >= 0.5).astype(float)
+    raise ConfigError("method", method, "one of " + ", ".join(METHODS))
+
+
+def at_onset(steps, p, onset: float) -> float:
+    """A method's P at an onset: the last probe state at or before it (the probe's end past it)."""
+    i = int(np.searchsorted(np.asarray(steps, float), onset, side="right")) - 1
+    return float(p[max(i, 0)])
+
+
+def fit_baselines(build_runs: pd.DataFrame, build_cells: list[dict]) -> dict:
+    """The trivial baselines' fitted state, from build data only: the mean edge, the build cells, each build cell's
+    composing fraction by onset, and the onset-alone logistic curve (left cells only)."""
+    left = build_runs[build_runs["width"] == 5000]
+    composes = (left["ood_acc"] >= COMPOSES).astype(float)
+    fractions = {}
+    for key, g in left.assign(composes=composes).groupby(["optimizer", "gamma", "lambda"]):
+        by = g.groupby("onset")["composes"].mean()
+        fractions[(key[0], float(key[1]), float(key[2]))] = (by.index.to_numpy(float), by.to_numpy(float))
+    edges = [float(c["edge"]) if c["edge"] == c["edge"] else NO_WINDOW for c in build_cells]
+    return {"constant": float(np.mean(edges)), "cells": build_cells, "fractions": fractions,
+            "onset": OnsetLogistic().fit(left["onset"], composes)}
+
+
+def predict_baselines(base: dict, cell: dict, onset: float | None = None) -> dict:
+    """Each baseline's left edge for a cell (onset None), or its P(composes) for a run at `onset`."""
+    near = nearest_cell(cell, base["cells"])
+    if onset is None:
+        edge = near["edge"]
+        return {"constant": base["constant"], "nearest": None if edge != edge else float(edge),
+                "onset": base["onset"].edge()}
+    with_runs = [c for c in base["cells"] if (c["optimizer"], float(c["gamma"]), float(c["lambda"])) in base["fractions"]]
+    near_r = nearest_cell(cell, with_runs)
+    x, y = base["fractions"][(near_r["optimizer"], float(near_r["gamma"]), float(near_r["lambda"]))]
+    return {"constant": float(onset >= base["constant"]), "nearest": float(np.interp(onset, x, y)),
+            "onset": float(base["onset"].predict_proba([onset])[0])}
+
+
+def measured_edge(runs: pd.DataFrame):
+    """A measured cell's edge: the crossing of 0.5 by the mean outcome over the onset grid."""
+    curve = runs.groupby("onset")["ood_acc"].mean()
+    return crossing(curve.index.to_numpy(float), curve.to_numpy(float))
+
+
+def score_panel(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame) -> dict:
+    """Per-cell and per-run tables and each method's skill over each baseline, on the measured runs only.
+    predicted: registration_runs.csv; measured: rows (cell, onset, task_seed, seed, ood_acc) of finished runs."""
+    keys = ["cell", "onset", "task_seed", "seed"]
+    runs = predicted.merge(measured[keys + ["ood_acc"]], on=keys, how="inner")
+    runs["composes"] = runs["ood_acc"] >= COMPOSES
+    names = [*reg["methods"], *reg["baselines"]]
+    complete = {c for c, g in runs.groupby("cell") if len(g) == len(predicted[predicted["cell"] == c])}
+    cells = []
+    for cell in reg["cells"]:
+        if cell["id"] not in complete:
+            continue
+        edge = measured_edge(runs[runs["cell"] == cell["id"]])
+        row = {"cell": cell["id"], "measured": "no window" if edge is None else round(edge, 1)}
+        for n in names:
+            p = cell["predicted"][n]
+            row[n] = "no window" if p is None else p
+            row[f"{n}_err"] = edge_error(p, edge)
+        cells.append(row)
+    cells = pd.DataFrame(cells)
+    per_run = pd.DataFrame([{"name": n, "brier": brier(runs[n], runs["composes"]), "auc": auc(runs[n], runs["composes"])}
+                            for n in names]) if len(runs) else pd.DataFrame()
+    skill = []
+    clusters = runs["cell"] + "/t" + runs["task_seed"].astype(str)
+    for m in reg["methods"]:
+        for b in reg["baselines"]:
+            if len(cells):
+                skill.append({"method": m, "baseline": b, "score": "cell |log2| edge error",
+                              **error_skill(cells["cell"], cells[f"{b}_err"], cells[f"{m}_err"])})
+            if len(runs):
+                skill.append({"method": m, "baseline": b, "score": "run Brier",
+                              **error_skill(clusters, (runs[b] - runs["composes"]) ** 2,
+                                            (runs[m] - runs["composes"]) ** 2)})
+                skill.append({"method": m, "baseline": b, "score": "run AUC",
+                              **auc_skill(clusters, runs["composes"], runs[m], runs[b])})
+    return {"cells": cells, "runs": per_run, "skill": pd.DataFrame(skill), "measured_runs": int(len(runs)),
+            "measured_cells": len(complete), "registered_cells": len(reg["cells"]),
+            "registered_runs": int(len(predicted))}
+
+
+__all__ = ["BASELINES", "METHODS", "METHOD_TEXT", "ONSETS", "at_onset", "cell_plan", "fit_baselines", "measured_edge",
+           "method_curve", "predict_baselines", "score_panel"]

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Measure the registered panel (registration.json) in its registered order, after the registration was committed:
+# each cell's own `critwin sweep run` (its whole onset curve, 54 runs), its runs in $STORE (outside the repository),
+# then its per-run outcomes in measured/<cell id>.csv. Resumable: finished runs are reused, measured cells skipped.
+# Usage: STORE=runs/theory3 WORKERS=1 bash paper_checks/reports/theory3/measure.sh [CELL_ID ...]
+# Then:  critwin bridge score paper_checks/reports/theory3/registration.json paper_checks/reports/theory3/measured
+set -euo pipefail
+STORE="${STORE:-runs/theory3}"
+WORKERS="${WORKERS:-1}"
+CRITWIN="${CRITWIN:-critwin}"
+PY="${PYTHON:-python3}"
+HERE="$(cd "$(dirname "$0")" && pwd)"
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+CELLS=("$@")
+if [ ${#CELLS[@]} -eq 0 ]; then
+  mapfile -t CELLS < <("$PY" -c "import json,sys; [print(c['id']) for c in json.load(open(sys.argv[1]))['cells']]" "$HERE/registration.json")
+fi
+for cell in "${CELLS[@]}"; do
+  [ -f "$HERE/measured/$cell.csv" ] && { echo "$cell: measured already"; continue; }
+  cmd=$("$PY" -c "import json,sys; print([c['measure'] for c in json.load(open(sys.argv[1]))['cells'] if c['id']==sys.argv[2]][0])" "$HERE/registration.json" "$cell")
+  cmd="${cmd/--store runs\/theory3/--store $STORE}"
+  cmd="${cmd/critwin /$CRITWIN }"
+  echo "$(date -u +%FT%TZ) $cell: $cmd --workers $WORKERS"
+  $cmd --workers "$WORKERS" --no-progress
+  "$PY" "$HERE/measured.py" "$STORE" "$cell"
+done

@@ -1,0 +1,39 @@
+"""Export one panel cell's finished runs from a run store into measured/<cell id>.csv: onset, task instance, seed,
+final OOD accuracy, run id and the git commit that trained each run (to check it against the registration's).
+
+Run: python3 paper_checks/reports/theory3/measured.py STORE CELL_ID
+"""
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+HERE = Path(__file__).parent
+
+
+def cell_runs(store: Path, cell: dict):
+    opt = "sgd" if cell["optimizer"] == "sgd" else "adamw"
+    for run in sorted(p for p in store.iterdir() if (p / "summary.json").is_file()):
+        cfg = json.loads((run / "config.json").read_text())
+        windows = cfg.get("wd_windows") or []
+        if (cfg.get("task") != "anchor_permutation" or len(windows) != 1 or cfg["optimizer"] != opt
+                or cfg["model"]["gamma"] != cell["gamma"] or windows[0][2] != cell["lambda"]
+                or windows[0][1] - windows[0][0] != cell["width"] or cfg["decay_form"] != "l2"):
+            continue
+        summ = json.loads((run / "summary.json").read_text())
+        if summ.get("status") != "done" or summ.get("steps_done") != cfg["steps"]:
+            continue
+        env = json.loads((run / "environment.json").read_text())
+        yield {"cell": cell["id"], "onset": int(windows[0][0]), "task_seed": cfg["task_seed"], "seed": cfg["seed"],
+               "ood_acc": summ["final"]["ood_acc"], "run": run.name, "commit": env.get("git_commit")}
+
+
+if __name__ == "__main__":
+    store, cid = Path(sys.argv[1]), sys.argv[2]
+    reg = json.loads((HERE / "registration.json").read_text())
+    (cell,) = [c for c in reg["cells"] if c["id"] == cid]
+    frame = pd.DataFrame(cell_runs(store, cell)).sort_values(["onset", "task_seed", "seed"])
+    (HERE / "measured").mkdir(exist_ok=True)
+    frame.to_csv(HERE / "measured" / f"{cid}.csv", index=False, float_format="%.6g")
+    print(f"{cid}: {len(frame)} runs -> measured/{cid}.csv")
