@@ -21,7 +21,8 @@ METHODS = ("held_max", "held_half")
 BASELINES = ("constant", "nearest", "onset")
 METHOD_TEXT = {
     "held_max": "P(composes at onset t) = the running maximum, up to t, of the run's own held share of the "
-                "attention weights the loss grows (bridge.survival) at the cell's lambda; nothing fitted",
+                "attention weights the loss grows (bridge.survival) at the cell's lambda, step 0's transient share "
+                "(the initial gradient's, one step) replaced by the next logged state's; nothing fitted",
     "held_half": "composes (P = 1) once the run's own held share has reached 1/2 by the onset, else P = 0 "
                  "(Theory II's level, from Adam's sign limit, read per run)",
     "constant": "the build cells' mean left edge; per run P = 1 at onsets past it, else 0",
@@ -52,7 +53,10 @@ def method_curve(method: str, curves: dict, lam: float) -> tuple[np.ndarray, np.
         raise ConfigError("lambda", lam, "a lambda the probe measured: " + ", ".join(
             k[5:] for k in curves if k.startswith("attn_") and k != "attn_grown"))
     steps = np.asarray(curves["step"], float)
-    held = np.maximum.accumulate(np.nan_to_num(np.asarray(curves[key], float), nan=0.0))
+    held = np.nan_to_num(np.asarray(curves[key], float), nan=0.0)
+    if len(held) > 1 and steps[0] == 0:
+        held[0] = held[1]        # step 0's share comes from the initial gradient, which lasts one step (Theory II)
+    held = np.maximum.accumulate(held)
     if method == "held_max":
         return steps, held
     if method == "held_half":

@@ -81,11 +81,12 @@ def test_nearest_cell_by_brute_force():
 
 
 def test_method_curves_read_only_the_run_up_to_its_onset():
-    curves = {"step": [0, 10, 20, 30], "attn_0.008": [0.3, 0.1, 0.6, 0.2]}
+    # step 0's share is the initial gradient's transient: the next state stands for it
+    curves = {"step": [0, 10, 20, 30, 40], "attn_0.008": [0.8, 0.1, 0.3, 0.6, 0.2]}
     steps, p = method_curve("held_max", curves, 8e-3)
-    assert list(p) == [0.3, 0.3, 0.6, 0.6]
-    assert list(method_curve("held_half", curves, 8e-3)[1]) == [0, 0, 1, 1]
-    assert at_onset(steps, p, 15) == 0.3 and at_onset(steps, p, 20) == 0.6 and at_onset(steps, p, 800) == 0.6
+    assert list(p) == [0.1, 0.1, 0.3, 0.6, 0.6]
+    assert list(method_curve("held_half", curves, 8e-3)[1]) == [0, 0, 0, 1, 1]
+    assert at_onset(steps, p, 25) == 0.3 and at_onset(steps, p, 30) == 0.6 and at_onset(steps, p, 800) == 0.6
     with pytest.raises(ConfigError, match="lambda"):
         method_curve("held_max", curves, 1e-2)
     with pytest.raises(ConfigError, match="method"):
@@ -149,7 +150,7 @@ def test_the_registered_predictions_are_remade_from_their_committed_inputs():
         r = runs.iloc[i]
         cell = next(c for c in reg["cells"] if c["id"] == r["cell"])
         curves = probes[(cell["optimizer"], float(cell["gamma"]), int(r["task_seed"]), int(r["seed"]))]
-        held = np.asarray(curves[f"attn_{cell['lambda']:g}"])
-        seen = held[np.asarray(curves["step"]) <= r["onset"]]
+        held, steps = np.asarray(curves[f"attn_{cell['lambda']:g}"]), np.asarray(curves["step"])
+        seen = held[(steps > 0) & (steps <= max(r["onset"], steps[1]))]
         assert r["held_max"] == pytest.approx(seen.max(), abs=1e-4)
         assert r["held_half"] == float(seen.max() >= 0.5)

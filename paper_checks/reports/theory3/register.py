@@ -82,6 +82,9 @@ def main() -> dict:
                      "steps": 20000, "decay": "l2 on the non-embedding weights (the paper's Eq. 4)",
                      "sgd": "lr 0.1, momentum 0.9", "adamw": "lr 3e-3 (the paper's)"},
         "order_seed": ORDER_SEED,
+        "supersedes": {"commit": "c83fd63", "registered": "2026-12-06T05:01:44+00:00",
+                       "why": "its methods read step 0's share, the initial gradient's one-step transient that "
+                              "Theory II's rule skips; withdrawn before any of its runs finished, never scored"},
         "cells": cells,
     }
     (HERE / "registration.json").write_text(json.dumps(reg, indent=1) + "\n")
