@@ -18,7 +18,7 @@ from critwin.errors import ConfigError
 
 ONSETS = (0, 50, 100, 150, 200, 300, 400, 600, 800)
 METHODS = ("held_max", "held_half")
-BASELINES = ("constant", "nearest", "onset")
+BASELINES = ("constant", "nearest", "onset_logistic")
 METHOD_TEXT = {
     "held_max": "P(composes at onset t) = the running maximum, up to t, of the run's own held share of the "
                 "attention weights the loss grows (bridge.survival) at the cell's lambda, step 0's transient share "
@@ -28,7 +28,7 @@ METHOD_TEXT = {
     "constant": "the build cells' mean left edge; per run P = 1 at onsets past it, else 0",
     "nearest": "the nearest build cell in (optimizer, gamma / 0.3, log2 lambda / 2): its edge; per run its "
                "measured fraction of composing runs at the onset (linear between its measured onsets)",
-    "onset": "a logistic curve of composes against the onset alone, fitted on the build runs",
+    "onset_logistic": "a logistic curve of composes against the onset alone, fitted on the build runs",
 }
 SGD_SETS = "--set optimizer=sgd --set lr=0.1 --set momentum=0.9 "
 
@@ -81,7 +81,7 @@ def fit_baselines(build_runs: pd.DataFrame, build_cells: list[dict]) -> dict:
         fractions[(key[0], float(key[1]), float(key[2]))] = (by.index.to_numpy(float), by.to_numpy(float))
     edges = [float(c["edge"]) if c["edge"] == c["edge"] else NO_WINDOW for c in build_cells]
     return {"constant": float(np.mean(edges)), "cells": build_cells, "fractions": fractions,
-            "onset": OnsetLogistic().fit(left["onset"], composes)}
+            "onset_logistic": OnsetLogistic().fit(left["onset"], composes)}
 
 
 def predict_baselines(base: dict, cell: dict, onset: float | None = None) -> dict:
@@ -90,12 +90,12 @@ def predict_baselines(base: dict, cell: dict, onset: float | None = None) -> dic
     if onset is None:
         edge = near["edge"]
         return {"constant": base["constant"], "nearest": None if edge != edge else float(edge),
-                "onset": base["onset"].edge()}
+                "onset_logistic": base["onset_logistic"].edge()}
     with_runs = [c for c in base["cells"] if (c["optimizer"], float(c["gamma"]), float(c["lambda"])) in base["fractions"]]
     near_r = nearest_cell(cell, with_runs)
     x, y = base["fractions"][(near_r["optimizer"], float(near_r["gamma"]), float(near_r["lambda"]))]
     return {"constant": float(onset >= base["constant"]), "nearest": float(np.interp(onset, x, y)),
-            "onset": float(base["onset"].predict_proba([onset])[0])}
+            "onset_logistic": float(base["onset_logistic"].predict_proba([onset])[0])}
 
 
 def measured_edge(runs: pd.DataFrame):

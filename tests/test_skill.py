@@ -126,7 +126,7 @@ def test_baselines_are_fitted_on_build_data_only():
     base = fit_baselines(build_runs, build_cells)
     assert base["constant"] == pytest.approx(np.mean([c["edge"] for c in build_cells]))
     left = build_runs[build_runs["width"] == 5000]
-    assert base["onset"].coef_[1] > 0                       # later onsets compose more often
+    assert base["onset_logistic"].coef_[1] > 0                       # later onsets compose more often
     cell = {"optimizer": "sgd", "gamma": 1.2, "lambda": 3.2e-2}
     p = predict_baselines(base, cell, onset=300)
     near = left[(left["optimizer"] == "sgd") & (left["gamma"] == 1.1) & (left["lambda"] == 0.016)]
@@ -145,6 +145,10 @@ def test_the_registered_predictions_are_remade_from_their_committed_inputs():
     runs = pd.read_csv(THEORY3 / "registration_runs.csv")
     probes = mod.load_probes(THEORY3 / "probes")
     assert len(probes) == 48 and len(reg["cells"]) == 24 and len(runs) == 24 * 54
+    assert set(runs["onset"]) == {0, 50, 100, 150, 200, 300, 400, 600, 800}
+    assert len(runs.drop_duplicates(["cell", "onset", "task_seed", "seed"])) == len(runs)
+    build = pd.read_csv(THEORY3 / "build_cells.csv")
+    assert ((runs["onset"] >= build["edge"].mean()) == (runs["constant"] == 1)).all()
     rng = np.random.default_rng(0)
     for i in rng.choice(len(runs), 60, replace=False):
         r = runs.iloc[i]

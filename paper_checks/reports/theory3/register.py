@@ -61,7 +61,7 @@ def main() -> dict:
                     for m in METHODS:
                         row[m] = at_onset(*method_curve(m, probes[(cell["optimizer"], cell["gamma"], ts, s)],
                                                         cell["lambda"]), onset)
-                    row.update(predict_baselines(base, cell, onset=onset))
+                    row.update({k: v for k, v in predict_baselines(base, cell, onset=onset).items() if k not in row})
                     rows.append(row)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
     reg = {
@@ -82,9 +82,12 @@ def main() -> dict:
                      "steps": 20000, "decay": "l2 on the non-embedding weights (the paper's Eq. 4)",
                      "sgd": "lr 0.1, momentum 0.9", "adamw": "lr 3e-3 (the paper's)"},
         "order_seed": ORDER_SEED,
-        "supersedes": {"commit": "c83fd63", "registered": "2026-12-06T05:01:44+00:00",
-                       "why": "its methods read step 0's share, the initial gradient's one-step transient that "
-                              "Theory II's rule skips; withdrawn before any of its runs finished, never scored"},
+        "supersedes": [{"commit": "c83fd63", "registered": "2026-12-06T05:01:44+00:00",
+                        "why": "its methods read step 0's share, the initial gradient's one-step transient that "
+                               "Theory II's rule skips"},
+                       {"commit": "65c441c", "registered": "2026-12-06T05:02:34+00:00",
+                        "why": "its per-run table's onset column was overwritten by the baseline named 'onset'"}],
+        "superseded_note": "both withdrawn before any of the panel's runs finished; never scored",
         "cells": cells,
     }
     (HERE / "registration.json").write_text(json.dumps(reg, indent=1) + "\n")
