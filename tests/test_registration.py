@@ -2,6 +2,7 @@
 import dataclasses
 import json
 
+import pandas as pd
 import pytest
 
 from critwin.bridge.registration import cell_id, load_registration, score, summary, validate, verdict
@@ -80,7 +81,7 @@ MEASURE = ("critwin sweep edge --param wd_window_start --lo 0 --hi 800 --resolut
 
 def test_a_cells_measuring_command_gives_the_runs_it_stored():
     """The config the older methods are scored at is the one the cell's bisection trained: its run ids are
-    those of runs the real command stored (carried in the repository), not a re-typed config."""
+    those of runs the real command stored (listed in theory3/build_runs.csv), not a re-typed config."""
     from pathlib import Path
 
     from critwin.cli.bridge import measure_configs
@@ -89,7 +90,8 @@ def test_a_cells_measuring_command_gives_the_runs_it_stored():
     got = measure_configs(reg, root / "measured")
     c = got["left_sgd_g0.8_l0.016_w5000"]
     assert (c["width"], c["wd"], c["threshold"]) == (5000.0, 0.016, 0.5)
-    stored = {p.name for p in (root / "store_carry").iterdir()}
+    # the runs the bisection stored, exported with their run ids when the store left the repository
+    stored = set(pd.read_csv(root.parent / "theory3" / "build_runs.csv")["run"])
     for task_seed in range(3):                  # the bisection's onset-0 end, every instance and seed
         for seed in range(2):
             assert dataclasses.replace(c["cfg"], task_seed=task_seed, seed=seed).run_id() in stored
