@@ -13,20 +13,30 @@ from critwin.errors import ConfigError
 TASK_SIZES = {"anchor_permutation": {"keys": 16, "anchors": 8, "train_pairs": 45}}
 
 
+def flow_eta(config_row: dict) -> float:
+    """Flow time per step: lr, or lr / (1 - momentum) for SGD with heavy-ball momentum, whose steady velocity on a
+    slow mode is 1 / (1 - momentum) gradients a step (checked against torch's SGD in tests/test_bridge_time.py)."""
+    lr = float(config_row["lr"])
+    if config_row.get("optimizer") == "sgd":
+        return lr / (1.0 - float(config_row.get("momentum", 0.0)))
+    return lr
+
+
 def setting_for(config_row: dict, **theory_options) -> th.StylisedSetting:
-    """The stylised setting matching a run: d, K, M, |P| of its task, eta = lr, gamma."""
+    """The stylised setting matching a run: d, K, M, |P| of its task, eta = flow time a step, gamma."""
     sizes = TASK_SIZES.get(config_row.get("task", "anchor_permutation"), TASK_SIZES["anchor_permutation"])
     gamma = float(config_row["gamma"])
     if config_row.get("init") == "exponent":
         gamma = float(multiplier_from_exponent(gamma, config_row["d"]))
-    return th.StylisedSetting(d=int(config_row["d"]), gamma=gamma, eta=float(config_row["lr"]),
+    return th.StylisedSetting(d=int(config_row["d"]), gamma=gamma, eta=flow_eta(config_row),
                               **sizes, **theory_options)
 
 
 def config_setting(cfg, gamma=None, **theory_options) -> th.StylisedSetting:
     """The stylised setting of a TrainConfig (gamma: the config's unless given)."""
     return setting_for({"task": cfg.task, "gamma": cfg.model.gamma if gamma is None else gamma,
-                        "init": cfg.model.init, "d": cfg.model.d, "lr": cfg.lr}, **theory_options)
+                        "init": cfg.model.init, "d": cfg.model.d, "lr": cfg.lr, "optimizer": cfg.optimizer,
+                        "momentum": cfg.momentum}, **theory_options)
 
 
 def recipe_t1(cfg, gamma: float) -> float:
