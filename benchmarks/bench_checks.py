@@ -1,4 +1,4 @@
-"""End-to-end wall time of paper checks from a clean store (issue #13's target: W1 + W2 at
+"""End-to-end wall time of paper checks from a clean store (the target: W1 + W2 at
 paper size, 4 schedules x 3 seeds x 20k steps, with every evaluation the checks log).
 
 Run: python benchmarks/bench_checks.py [--checks W1 W2] [--workers 2] [--seeds 3] [--task-seeds 1]

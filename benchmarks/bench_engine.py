@@ -1,4 +1,4 @@
-"""The batched engine against the single-model loop, on this machine (issue 13's table).
+"""The batched engine against the single-model loop, on this machine.
 
 For the default anchor model (d=64, 2 layers, batch 128, AdamW) trains E members as one
 stacked model (empirical/engine.py) for E in --members, and the plain loop alone, for --steps

@@ -1,4 +1,4 @@
-"""One training process alone against two side by side, one torch thread each (issue 13: why a pack
+"""One training process alone against two side by side, one torch thread each (why a pack
 loses most of its gain over the plain loop when a check trains two at once).
 
 For each workload (a 1024^2 matmul; the plain loop; a pack of E members on the engine) measures the
