@@ -1,8 +1,9 @@
 """critwin: when does training decide what a Transformer learns?
 
-Three modules: ``critwin.theory`` (rate equations and predicted windows, no torch),
-``critwin.empirical`` (real training and the run store) and ``critwin.bridge``
-(theory against runs, figures, the ``critwin`` command line).
+``critwin.theory`` (rate equations and predicted windows, no torch; the folder theory/),
+``critwin.empirical`` (real training and the run store; empirical/), ``critwin.bridge`` (theory against
+runs and their scores; bridge/) and ``critwin.paper_checks`` (one check per claim; paper_checks/). The
+``critwin`` command line is ``critwin.cli`` (critwin/cli/), above all of them.
 """
 
 __version__ = "0.1.0"
