@@ -2,7 +2,6 @@
 import dataclasses
 import json
 
-import pandas as pd
 import pytest
 
 from critwin.bridge.registration import cell_id, load_registration, score, summary, validate, verdict
@@ -90,11 +89,15 @@ def test_a_cells_measuring_command_gives_the_runs_it_stored():
     got = measure_configs(reg, root / "measured")
     c = got["left_sgd_g0.8_l0.016_w5000"]
     assert (c["width"], c["wd"], c["threshold"]) == (5000.0, 0.016, 0.5)
-    # the runs the bisection stored, exported with their run ids when the store left the repository
-    stored = set(pd.read_csv(root.parent / "theory3" / "build_runs.csv")["run"])
+    from critwin.empirical import TrainConfig
+    from critwin.paper_checks.run_export import read_export
+    _, _, records = read_export(root / "runs_export")       # the stored runs, exported from the store they were in
+    stored = {TrainConfig.from_dict(r["config"]).run_id(): r for r in records.values()}
+    assert set(stored) == set(records)                      # each exported config hashes to its own run id
     for task_seed in range(3):                  # the bisection's onset-0 end, every instance and seed
         for seed in range(2):
-            assert dataclasses.replace(c["cfg"], task_seed=task_seed, seed=seed).run_id() in stored
+            rid = dataclasses.replace(c["cfg"], task_seed=task_seed, seed=seed).run_id()
+            assert rid in stored and stored[rid]["summary"]["status"] == "complete"
     assert set(got) == {p.stem for p in (root / "measured").glob("*.json")
                         if not [x for x in reg["cells"] if cell_id(x) == p.stem][0].get("build")}
 

@@ -22,10 +22,13 @@ CARRY="$HERE/stone_store"
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 mkdir -p "$STORE/store"
 if [ "${1:-}" = --save ]; then
-  python3 "$HERE/carry_store.py" save "$STORE/store" "$CARRY"
+  # the store's runs as small files (runs_stones/: metrics rows, configs, summaries; no checkpoints or states)
+  python3 -c "import sys; from critwin.paper_checks.run_export import collect_store, write_export; print(write_export(collect_store(sys.argv[1], 'stone_store'), sys.argv[2]))" "$STORE/store" "$HERE/runs_stones"
   exit 0
 fi
-python3 "$HERE/carry_store.py" restore "$STORE/store" "$CARRY"
+# the finished runs, rebuilt from their export (runs_stones/); a carried folder is read too while it is there
+python3 -c "import sys; from critwin.paper_checks.run_export import rebuild_store; rebuild_store(sys.argv[1], sys.argv[2])" "$HERE/runs_stones" "$STORE/store"
+[ -d "$CARRY" ] && python3 "$HERE/carry_store.py" restore "$STORE/store" "$CARRY"
 for check in "${@:-S3 S4 S5}"; do
   critwin check $check --size cpu --seeds 3 --input-format stone_states --store "$STORE/store" \
     --results "$STORE/results" --workers 1 --no-progress

@@ -26,7 +26,10 @@ case "$SIZE${PRECISION:+-$PRECISION}-$SEED" in
   authors-bf16-0) CARRY="$HERE/carry_bf16" ;;
   *) CARRY="" ;;
 esac
-if [ -n "$CARRY" ] && [ -f "$CARRY/manifest.json" ]; then
+if [ "$SIZE${PRECISION:+-$PRECISION}-$SEED" = authors-0 ] && [ ! -f "$CARRY/manifest.json" ]; then
+  # the long run, seed 0, finished: rebuilt from its export (runs_authors/), so the command below trains nothing
+  python3 -c "import sys; from critwin.paper_checks.run_export import rebuild_store; rebuild_store(sys.argv[1], sys.argv[2], sources={'carry'})" "$HERE/runs_authors" "$STORE/store" || true
+elif [ -n "$CARRY" ] && [ -f "$CARRY/manifest.json" ]; then
   python3 "$HERE/carry.py" restore "$STORE/store" --dir "$CARRY" \
     --run-id "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run_id'])" "$CARRY/manifest.json")" || true
 fi

@@ -11,6 +11,9 @@ CRITWIN="${CRITWIN:-critwin}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 mkdir -p "$STORE/store" "$HERE/measured"
+# the finished runs' export (runs_export/: configs, summaries, held-out rows) seeds the store, so a stopped
+# bisection continues from them
+python3 -c "import sys; from critwin.paper_checks.run_export import rebuild_store; rebuild_store(sys.argv[1], sys.argv[2])" "$HERE/runs_export" "$STORE/store"
 CELLS=("$@")
 if [ ${#CELLS[@]} -eq 0 ]; then
   mapfile -t CELLS < <(python3 -c "import json,sys; [print(c['id']) for c in json.load(open(sys.argv[1]))['cells'] if not c['build']]" "$HERE/registration.json")
