@@ -128,6 +128,18 @@ def stage_time(steps, curve, metric: str, method: str = "threshold", n: int = 3)
     return changepoint_completion(ChangePointStages().fit(steps, curve))
 
 
+def stage_timing(steps, curve, metric: str, steps_per_epoch: float, protocol_epochs: int, reached=None,
+                 method: str = "threshold", n: int = 3) -> dict:
+    """A stage's time with its censoring: `step` and `epoch` where it completes (nan: not by the end), `censored`
+    (not completed by the step the run reached: `reached`, else its last evaluation), the step and epoch
+    reached, and the protocol's length in epochs, so a stage not reached reads "censored at epoch E of N"."""
+    s = np.asarray(steps, dtype=float)
+    t = stage_time(s, curve, metric, method, n)
+    end = float(s[-1] if reached is None else reached)
+    return {"metric": metric, "step": t, "epoch": t / steps_per_epoch, "censored": not np.isfinite(t),
+            "step_reached": end, "epoch_reached": end / steps_per_epoch, "protocol_epochs": int(protocol_epochs)}
+
+
 class StageReached:
     """A pause rule on a run's logged rows (empirical.sweep.Pause's `when`): true once the stage of
     `metric` on `split` has completed by the threshold rule (`stage_time`), so training it further

@@ -8,6 +8,10 @@ where the paper gives a range) and se = sd / sqrt(n);
   inconclusive    otherwise.
 A value that could not be measured (nan) is neither within tolerance nor outside it: it keeps a
 check from "reproduced" but not from "not reproduced" when another value clearly fails.
+A value that needs a stage some run had not completed by its end is censored there, not absent
+(its row carries "censored": the runs, the epoch they reached and the protocol's length): it is
+judged neither way, and a check whose other values would pass reads "inconclusive (censored at
+epoch E of the protocol's N (P%))".
 `quick` runs the same protocol with every time scaled by 1/10 and one seed: it exercises
 the machinery and is never evidence (its verdict is reported as such).
 """
@@ -41,10 +45,42 @@ def distance(measured: float, paper) -> float:
     return abs(measured - paper)
 
 
+def censored_text(epochs, protocol_epochs: int) -> str:
+    """'censored at epoch 150 of the protocol's 1000 (15%)' for the epoch(s) the censored runs reached
+    (a range where they differ)."""
+    e = [float(x) for x in np.atleast_1d(epochs)]
+    lo, hi = min(e), max(e)
+    fmt = lambda x: f"{round(x, 1):g}"   # noqa: E731
+    pct = lambda x: f"{100 * x / protocol_epochs:.2g}"   # noqa: E731
+    if fmt(lo) == fmt(hi):
+        return f"censored at epoch {fmt(hi)} of the protocol's {protocol_epochs} ({pct(hi)}%)"
+    return f"censored at epochs {fmt(lo)}-{fmt(hi)} of the protocol's {protocol_epochs} ({pct(lo)}-{pct(hi)}%)"
+
+
+def row_verdict(row: dict, tolerance: float) -> str | None:
+    """One judged row by the rule above (None: reported, not judged)."""
+    if row["paper"] is None:
+        return None
+    if row.get("censored"):
+        return f"inconclusive ({row['censored']['text']})"
+    return _rule([row], tolerance)
+
+
 def verdict(rows: list[dict], tolerance: float) -> str:
     """The rule above; a row's own "tolerance" overrides the check's, and rows without a
-    paper value (None) are reported but not judged."""
-    rows = [r for r in rows if r["paper"] is not None]
+    paper value (None) are reported but not judged; censored rows are judged neither way."""
+    judged = [r for r in rows if r["paper"] is not None]
+    cens = [r["censored"] for r in judged if r.get("censored")]
+    v = _rule([r for r in judged if not r.get("censored")], tolerance)
+    if not cens:
+        return v
+    text = censored_text([e for c in cens for e in c["epochs"]], cens[0]["protocol_epochs"])
+    if v == "not reproduced":
+        return f"not reproduced (and {len(cens)} of {len(judged)} judged rows {text})"
+    return f"inconclusive ({text})"
+
+
+def _rule(rows: list[dict], tolerance: float) -> str:
     d = [distance(r["measured"], r["paper"]) for r in rows]
     tol = [r.get("tolerance", tolerance) for r in rows]
     se = [r["sd"] / math.sqrt(r["n"]) if r.get("n", 1) > 1 else 0.0 for r in rows]

@@ -78,11 +78,12 @@ def test_s4_ranks_hop_counts_with_censoring(tmp_path):
     assert "incomplete: 0 of 12" in s3["verdict"]
 
 
-@pytest.mark.parametrize("final_c,expect", [(0.95, "inconclusive"), (0.2, "not reproduced")])
+@pytest.mark.parametrize("final_c,expect", [(0.95, "inconclusive (censored"), (0.2, "inconclusive (censored")])
 def test_s3_reports_change_point_times_when_a_never_completes(tmp_path, final_c, expect):
-    """A that rises only to 0.7 (the cpu size's plateau) has no threshold time, so the judged
-    ratio is nan (not measured); the change points still time the rise for every h. With the
-    final exact accuracy near 1 that leaves the check inconclusive; far below 1 it fails."""
+    """A that rises only to 0.7 (the cpu size's plateau) has no threshold time: A is censored at the run's end,
+    so the judged ratio is nan and censored; the change points still time the rise for every h. Exact accuracy
+    that has not completed C (0.9) by the end is censored too, whether it ends near 1 or far below: the run
+    stopped before the stage, so the check is inconclusive (censored), not failed."""
     store = RunStore(tmp_path)
     t_by_h = {2: 300, 3: 400, 4: 500, 5: 600}
     for (name, _, s), cfg in CHECKS["S3"].configs("cpu").items():
@@ -110,7 +111,7 @@ def test_s1_end_to_end_at_quick_size(tmp_path, capsys):
     code = main(["check", "S1", "--size", "quick", "--store", str(tmp_path / "runs"), "--results",
                  str(tmp_path / "res"), "--no-progress", "--workers", "1", "--json"])
     d = json.loads(capsys.readouterr().out)
-    assert d["id"] == "S1" and "not evidence" in d["verdict"] and len(d["rows"]) == 4
+    assert d["id"] == "S1" and "not evidence" in d["verdict"] and len(d["rows"]) == 5
     assert (tmp_path / "res" / "S1_quick.json").exists() and (tmp_path / "res" / "S1_quick.png").exists()
 
 
