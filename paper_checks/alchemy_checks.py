@@ -379,7 +379,7 @@ METRIC_OF = {"a": "event_a", "c": "event_c", "cab": "p_c_given_ab"}
 def _settled_censoring(t: dict, key: str) -> dict | None:
     """The censoring of the runs `_settled` keeps for `key`: their stage not complete by the step they reached."""
     keep = ~(t["live"] & np.isnan(t[key]))
-    return censoring([tm[METRIC_OF[key]] for tm, k in zip(t["tm"], keep) if k])
+    return censoring([tm[METRIC_OF[key]] for tm, k in zip(t["tm"], keep) if k and METRIC_OF[key] in tm])
 
 
 def _rank_censoring(t: dict, key: str) -> dict | None:
@@ -387,8 +387,10 @@ def _rank_censoring(t: dict, key: str) -> dict | None:
     reached at least every completed time (it ranks after them whenever it completes) and all of them share
     one hop count (their order among themselves leaves the correlation as it is); else it is censored."""
     keep = ~(t["live"] & np.isnan(t[key]))
-    tms = [tm[METRIC_OF[key]] for tm, k in zip(t["tm"], keep) if k]
-    hops = [h for h, k in zip(t["h"], keep) if k]
+    tms = [tm.get(METRIC_OF[key]) for tm, k in zip(t["tm"], keep) if k]
+    hops = [h for h, k, tm in zip(t["h"], keep, tms) if k]
+    hops = [h for h, tm in zip(hops, tms) if tm is not None]
+    tms = [tm for tm in tms if tm is not None]
     cens = [(tm, h) for tm, h in zip(tms, hops) if tm["censored"]]
     done = [tm["step"] for tm in tms if not tm["censored"]]
     if not cens or (len({h for _, h in cens}) == 1
@@ -631,6 +633,8 @@ class PlasticityCheck:
                 m = got[0][got[0].split == "test"]
                 for st in self.paper_stages:
                     cur = m[m.metric == st].sort_values("step")
+                    if len(cur) < 2:            # a curve the run does not log: nothing to time
+                        continue
                     paper_cens.append(stage_timing(cur.step, cur.value.fillna(0.0), st, spe, PAPER_EPOCHS, got[1]))
             paper_cens = [t for t in paper_cens if t["censored"]]
             rows.append(_row("baselines' epoch reached without the paper's stages (P(B|A), P(C|A,B)) complete",

@@ -60,7 +60,9 @@ def test_s1_in_progress_judges_the_curves_so_far_and_names_the_step(tmp_path):
     res = CHECKS["S1"].run("cpu", store, train=False, in_progress=True)
     got = {r["value"]: r for r in res["rows"]}
     assert got["A reaches 0.95 (fraction of seeds)"]["n"] == 3
-    assert got["order: A and C|AB before B|A (fraction of seeds)"]["per_seed"] == [1.0, 1.0, 0.0]
+    order = got["order: A and C|AB before B|A (fraction of seeds)"]
+    assert order["per_seed"][:2] == [1.0, 1.0] and np.isnan(order["per_seed"][2])    # B|A not yet: censored
+    assert order["censored"]["runs"] == 1 and order["censored"]["epochs"] == pytest.approx([1000 / 343])
     assert f"in progress: {running.run_id()} at step 1000 of {running.steps}" in res["verdict"]
     assert res["in_progress"] == {running.run_id(): {"step": 1000, "steps": running.steps}}
 
