@@ -457,3 +457,31 @@ def plot_held_share(curves: dict, rows: list[dict], path, level: float = 0.5) ->
                  fontsize=9)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def plot_demo(plans, outcomes: dict, edge, constant, path, title: str = "") -> Path:
+    """The demo: final OOD accuracy of each run by schedule (dots, mean as a bar), with the predicted left edge
+    and the constant baseline's edge marked on the onset axis."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i, (name, onset) in enumerate(plans):
+        y = np.asarray(outcomes[name], float)
+        x = -150 if onset is None else onset
+        ax.scatter(np.full(len(y), x) + np.linspace(-12, 12, len(y)), y, color="k", s=14, zorder=3)
+        ax.hlines(y.mean(), x - 30, x + 30, color="tab:blue", lw=3)
+    if edge is not None:
+        ax.axvline(edge, color="tab:green", ls="--", label=f"predicted left edge {edge:.0f} (held_max)")
+    if constant is not None:
+        ax.axvline(constant, color="0.5", ls=":", label=f"constant baseline {constant:.0f}")
+    ticks = [(-150 if o is None else o) for _, o in plans]
+    ax.set_xticks(ticks, ["none" if o is None else str(o) for _, o in plans])
+    ax.set_xlabel("window onset (steps)")
+    ax.set_ylabel("final OOD accuracy")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(title, fontsize=8)
+    ax.legend(fontsize=8, loc="center right")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
