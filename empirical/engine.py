@@ -1,7 +1,8 @@
 """Train many small models as one: the members of a pack stacked along a leading axis.
 
 A pack is a list of TrainConfigs that differ only in what `PACK_FREE` names (seeds, task
-instance, init scale, learning rate, decay schedule and reading, freezes). `train_pack` trains
+instance, init scale, learning rate, decay schedule and reading, freezes), on a task of
+`PACK_TASKS` (the anchor tasks, modular arithmetic, Alchemy). `train_pack` trains
 them in one process as stacked weights: one forward and backward for all members
 (`models/stacked.py`: the model of `models/transformer.py` with a batched matmul over members
 for every linear map), one optimizer step over the stacked
@@ -9,7 +10,9 @@ tensors (AdamW and SGD act elementwise, so each member's slice steps as it would
 as per-member factors. Members with different learning rates take torch's step at lr 1, and
 each member's slice is then moved lr times as far (the optimizers' state does not depend on
 lr). A member whose freezes rebuild the optimizer gets its moments zeroed at each freeze and
-its Adam update redone with its own step count. Each member comes back as its own Run, with
+its Adam update redone with its own step count. Gradient clipping is per member (its own
+norm over its unfrozen parameters), and dropout draws each member's masks from the random
+state it would train from alone (`models/stacked.py`). Each member comes back as its own Run, with
 the run id, metrics and status it would have had alone (float-level differences: batched
 matmuls round differently). Like one run, a pack writes a resume state and continues from it
 after a kill.
@@ -36,7 +39,8 @@ from critwin.empirical.metrics import (
     split_scores,
     stacked_weight_metrics,
 )
-from critwin.empirical.models.stacked import stacked_logits
+from critwin.empirical.metrics.evaluate import EVAL_ATTENTION_BUDGET
+from critwin.empirical.models.stacked import MemberDropout, stacked_logits
 from critwin.empirical.store import Run
 from critwin.empirical.train import (
     _device,
@@ -49,16 +53,21 @@ from critwin.empirical.train import (
 from critwin.errors import ConfigError
 
 PACK_FREE = ("seed", "task_seed", "wd_windows", "decay_form", "decay_set", "lr", "lr_final", "freeze")  # and gamma
-PACK_TASKS = ("anchor_permutation", "anchor_shift", "modarith")               # fixed-shape classification
+PACK_TASKS = ("anchor_permutation", "anchor_shift", "modarith",                # fixed-shape classification
+              "alchemy_withheld", "alchemy_composition", "alchemy_decomposition")
 EVAL_BATCH = 4096        # examples per stacked evaluation forward, all members together
 
 
 def pack_key(cfg: TrainConfig) -> str | None:
     """Configs with equal keys can train as one pack; None: this one trains alone (branches,
-    checkpoints, clipping, dropout, the second-moment interventions (held v, adam_scaled decay),
-    bf16 autocast, or a task whose examples vary in shape)."""
-    if (cfg.task not in PACK_TASKS or cfg.branch or cfg.checkpoints or cfg.clip is not None
-            or cfg.freeze_second_moment is not None or cfg.model.dropout > 0 or cfg.decay_form == "adam_scaled"
+    checkpoints, the second-moment interventions (held v, adam_scaled decay), bf16 autocast, or
+    a task whose examples vary in shape). The key is every field but `PACK_FREE` and gamma: one
+    architecture, optimizer, batch size, step count, clipping, dropout, evaluation rhythm and
+    freeze_optimizer, and one task with its options (Alchemy: variant, hops, chemistries, input
+    format, query end, held-out rule, ablation), so every member's batches and evaluation splits
+    have one shape; the task instance (task_seed) may differ (`train_pack` checks the shapes)."""
+    if (cfg.task not in PACK_TASKS or cfg.branch or cfg.checkpoints
+            or cfg.freeze_second_moment is not None or cfg.decay_form == "adam_scaled"
             or cfg.precision != "fp32"):
         return None
     d = cfg.resolved()
@@ -129,13 +138,22 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None, re
         raise ConfigError("configs", [c.run_id() for c in cfgs],
                           "configs that differ only in " + ", ".join(PACK_FREE) + " and gamma (see pack_key)")
     device = _device(cfgs[0].device)
-    built = [initial_model(c) for c in cfgs]
+    built, rng = [], []
+    for c in cfgs:
+        built.append(initial_model(c))
+        rng.append(torch.cuda.get_rng_state(device) if device.type == "cuda" else torch.get_rng_state())
     members = [Member.of(c, data) for c, (_, data) in zip(cfgs, built)]
     shapes = {tuple((n, *sp.inputs.shape) for n, sp in m.scored.items()) + (m.data.splits["train"].inputs.shape,)
               for m in members}
     if len(shapes) > 1:
         raise ConfigError("task_seed", [c.task_seed for c in cfgs], "task instances whose splits have one shape")
-    stepper = PackStepper(members, [b[0] for b in built], device)
+    for m in members:
+        for name, sp in {**m.scored, "train": m.data.splits["train"]}.items():
+            lengths = sp.extra.get("lengths")
+            if lengths is not None and (np.asarray(lengths) != sp.inputs.shape[1]).any():
+                raise ConfigError("task", m.cfg.task, f"a task whose {name} rows fill their width (the stacked"
+                                                      " model reads the last position)")
+    stepper = PackStepper(members, [b[0] for b in built], device, rng)
     del built
     out = drive(stepper, members, None, resume, save_every, progress, on_steps)
     E = len(members)
@@ -150,9 +168,10 @@ class PackStepper:
     and backward for all members (`models/stacked.py`), one optimizer step over the stacked
     tensors, per-member learning rates, freezes (a frozen slice gets its weights and moments
     back after the step; 'rebuild' zeroes a member's moments and counts its own Adam steps)
-    and decay through interventions/stacked_decay.py."""
+    and decay through interventions/stacked_decay.py; per-member clipping and dropout.
+    `rng`: each member's random state after its seeded initialisation (what dropout draws from)."""
 
-    def __init__(self, members: list[Member], models: list, device):
+    def __init__(self, members: list[Member], models: list, device, rng: list | None = None):
         self.members, self.device = members, device
         cfgs = [m.cfg for m in members]
         cfg0, E = cfgs[0], len(members)
@@ -181,6 +200,8 @@ class PackStepper:
                              torch.stack([torch.as_tensor(m.scored[name].targets, device=device) for m in members]))
                       for name in members[0].scored}
         self.losses, self.lrs, self.lams, self.ce_grad_sq = None, None, None, None
+        p = cfg0.model.dropout
+        self.drop = MemberDropout(p, list(rng), device) if p > 0 else None
 
     def frozen(self, e: int, step: int) -> set:
         return {n for n, s in self.frozen_from[e].items() if step >= s}
@@ -189,7 +210,7 @@ class PackStepper:
         """Every member's mean cross-entropy on its batch (kept for `update`); which are finite."""
         idx = torch.stack(batches).to(self.device)
         xb, yb = self.X[self.ar, idx], self.Y[self.ar, idx]
-        logits = stacked_logits(self.cfg0.model, self.params, xb)
+        logits = stacked_logits(self.cfg0.model, self.params, xb, self.drop)
         self.losses = F.cross_entropy(logits.flatten(0, 1), yb.flatten(), reduction="none").view(yb.shape).mean(1)
         return torch.isfinite(self.losses.detach()).tolist()
 
@@ -205,6 +226,8 @@ class PackStepper:
             for g in opt.param_groups:
                 g["lr"] = lrs[0]
         frozen = [self.frozen(e, step) for e in range(len(members))]
+        if self.cfg0.clip is not None:
+            _clip(params, frozen, self.cfg0.clip)
         self.ce_grad_sq = _ce_grad_sq(members, params, self.template, frozen) if evaluate else None
         own = self._rebuild(step)
         held = _hold(params, opt, frozen)
@@ -244,7 +267,7 @@ class PackStepper:
         members, E = self.members, len(self.members)
         out = [{} for _ in members]
         for name, (xs, ys) in self.evals.items():
-            chunk = max(1, EVAL_BATCH // E)
+            chunk = max(1, min(EVAL_BATCH, EVAL_ATTENTION_BUDGET // xs.shape[2] ** 2) // E)
             logits = torch.cat([stacked_logits(self.cfg0.model, self.params, xs[:, i:i + chunk])
                                 for i in range(0, xs.shape[1], chunk)], 1)
             for e, m in enumerate(members):
@@ -293,8 +316,9 @@ class PackStepper:
         """The pack's training state after `step` (torch.save): what `train_pack(resume=...)` continues from."""
         buf = io.BytesIO()
         members = [{"generator": m.order.gen.get_state(), "perm": m.order.perm.cpu(), "ptr": m.order.ptr,
-                    "rows": m.rows, "last": m.last, "status": m.status, "error": m.error, "own_step": own}
-                   for m, own in zip(self.members, self.own_step)]
+                    "rows": m.rows, "last": m.last, "status": m.status, "error": m.error, "own_step": own,
+                    "rng": None if self.drop is None else self.drop.states[e].cpu()}
+                   for e, (m, own) in enumerate(zip(self.members, self.own_step))]
         torch.save({"format": 1, "step": step, "wall": wall, "configs": [c.resolved() for c in self.identity],
                     "params": {n: p.detach().cpu() for n, p in self.params.items()}, "optimizer": self.opt.state_dict(),
                     "members": members, "alive": [m.alive for m in self.members]}, buf)
@@ -310,6 +334,8 @@ class PackStepper:
             m.order.restore(st["generator"], st["perm"], st["ptr"])
             m.rows, m.last, m.status, m.error, m.alive = st["rows"], st["last"], st["status"], st["error"], alive
             self.own_step[e] = st["own_step"]
+            if self.drop is not None:
+                self.drop.states[e] = st["rng"]
 
 
 def _freezes(cfg: TrainConfig, template) -> dict:
@@ -323,6 +349,22 @@ def _freezes(cfg: TrainConfig, template) -> dict:
             n = names[id(p)]
             frozen_from[n] = min(f.step, frozen_from.get(n, f.step))
     return frozen_from
+
+
+@torch.no_grad()
+def _clip(params: dict, frozen: list, max_norm: float) -> None:
+    """Each member's gradient scaled as `clip_grad_norm_` scales a run's alone: by
+    max_norm / (norm + 1e-6) where that is below 1, its norm over its unfrozen parameters
+    (a frozen one has no gradient alone)."""
+    names = list(params)
+    norms = torch.stack([params[n].grad.flatten(1).norm(dim=1) for n in names])        # (parameters, E)
+    for e, gone in enumerate(frozen):
+        for n in gone:
+            norms[names.index(n), e] = 0.0
+    coef = (max_norm / (norms.norm(dim=0) + 1e-6)).clamp(max=1.0)
+    for n in names:
+        g = params[n].grad
+        g.mul_(coef.view(-1, *[1] * (g.dim() - 1)))
 
 
 def _decaying(members, form: str) -> np.ndarray:
