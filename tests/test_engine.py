@@ -98,8 +98,10 @@ def test_a_diverging_member_is_recorded_and_the_others_go_on():
 def test_pack_keys_and_packing():
     assert pack_key(MIXED[0]) == pack_key(MIXED[3]) is not None
     assert pack_key(replace(BASE, lr=1e-3)) == pack_key(BASE) != pack_key(replace(BASE, batch_size=16))
-    for alone in (replace(BASE, checkpoints=(10,)), replace(BASE, clip=1.0), replace(BASE, task="alchemy_withheld")):
+    for alone in (replace(BASE, checkpoints=(10,)), replace(BASE, task="scan_length"),
+                  replace(BASE, freeze_second_moment=10)):
         assert pack_key(alone) is None
+    assert pack_key(replace(BASE, clip=1.0)) not in (None, pack_key(BASE))    # clipping packs (per member)
     rebuild = replace(BASE, freeze=(("layer0", 10),), freeze_optimizer="rebuild")
     assert pack_key(rebuild) is not None and pack_key(rebuild) != pack_key(BASE)     # rebuilds pack among themselves
     other = replace(BASE, batch_size=16)
