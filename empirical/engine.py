@@ -125,22 +125,19 @@ def _stack(models, device) -> dict:
             for n in names}
 
 
-def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None, resume: Path | None = None,
-               save_every: float | None = None) -> list[Run]:
-    """Train the configs of one pack (equal `pack_key`) as one stacked model; one Run each.
-    With `resume` (a file path) the pack writes its state there as `train` does for one run,
-    and a pack killed midway continues from it, with the numbers of an uninterrupted pack.
-    The loop is `loop.drive`'s; the step is PackStepper's."""
-    if not cfgs:
-        return []
+def build_pack(cfgs: list[TrainConfig]) -> "PackStepper":
+    """The stepper of one pack (equal `pack_key`) at step 0: every member's seeded initialisation
+    stacked, its data (made once per task instance), batch order and dropout's random state."""
     keys = {pack_key(c) for c in cfgs}
     if None in keys or len(keys) > 1:
         raise ConfigError("configs", [c.run_id() for c in cfgs],
                           "configs that differ only in " + ", ".join(PACK_FREE) + " and gamma (see pack_key)")
     device = _device(cfgs[0].device)
-    built, rng = [], []
-    for c in cfgs:
-        built.append(initial_model(c))
+    built, rng, datas = [], [], {}
+    for c in cfgs:          # members of one task instance share its data (made once)
+        key = json.dumps([c.task_seed, c.task_options()], sort_keys=True)
+        built.append(initial_model(c, datas.get(key)))
+        datas[key] = built[-1][1]
         rng.append(torch.cuda.get_rng_state(device) if device.type == "cuda" else torch.get_rng_state())
     members = [Member.of(c, data) for c, (_, data) in zip(cfgs, built)]
     shapes = {tuple((n, *sp.inputs.shape) for n, sp in m.scored.items()) + (m.data.splits["train"].inputs.shape,)
@@ -153,8 +150,19 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None, re
             if lengths is not None and (np.asarray(lengths) != sp.inputs.shape[1]).any():
                 raise ConfigError("task", m.cfg.task, f"a task whose {name} rows fill their width (the stacked"
                                                       " model reads the last position)")
-    stepper = PackStepper(members, [b[0] for b in built], device, rng)
-    del built
+    return PackStepper(members, [b[0] for b in built], device, rng)
+
+
+def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None, resume: Path | None = None,
+               save_every: float | None = None) -> list[Run]:
+    """Train the configs of one pack (equal `pack_key`) as one stacked model; one Run each.
+    With `resume` (a file path) the pack writes its state there as `train` does for one run,
+    and a pack killed midway continues from it, with the numbers of an uninterrupted pack.
+    The loop is `loop.drive`'s; the step is PackStepper's."""
+    if not cfgs:
+        return []
+    stepper = build_pack(cfgs)
+    members = stepper.members
     out = drive(stepper, members, None, resume, save_every, progress, on_steps)
     E = len(members)
     n_par = sum(p[0].numel() for p in stepper.params.values())
@@ -430,4 +438,4 @@ def _ce_grad_sq(members, params: dict, template, frozen: list) -> list[float]:
     return out
 
 
-__all__ = ["PACK_FREE", "PACK_TASKS", "default_pack_size", "on_engine", "pack_key", "packs", "train_pack"]
+__all__ = ["PACK_FREE", "PACK_TASKS", "build_pack", "default_pack_size", "on_engine", "pack_key", "packs", "train_pack"]

@@ -109,12 +109,18 @@ def batch_loss(model, xb, yb, lb=None):
     return F.cross_entropy(model(xb, lb), yb)
 
 
-def initial_model(cfg: TrainConfig):
-    """(model at its seeded initialisation, task data): exactly what `train` starts from."""
-    torch.manual_seed(cfg.seed)
+def task_data(cfg: TrainConfig):
+    """The config's task data (its task, instance and options), as the model sees it."""
     data = make_task(cfg.task, cfg.task_seed, **cfg.task_options()).generate()
-    if is_sequence_task(data):
-        data = language_model_data(data)
+    return language_model_data(data) if is_sequence_task(data) else data
+
+
+def initial_model(cfg: TrainConfig, data=None):
+    """(model at its seeded initialisation, task data): exactly what `train` starts from.
+    `data`: the config's `task_data`, made already (members of a pack that share a task
+    instance share it; generating it draws nothing from torch's random state)."""
+    torch.manual_seed(cfg.seed)
+    data = task_data(cfg) if data is None else data
     return build_model(cfg, data.vocab_size, data.seq_len, data.info.get("n_classes")), data
 
 

@@ -73,3 +73,35 @@ def test_an_alchemy_pack_killed_midway_resumes_with_the_same_masks(tmp_path):
     for a, b in zip(whole, resumed):
         assert b.summary["resumed_from_step"] == 4
         pd.testing.assert_frame_equal(a.metrics, b.metrics)
+
+
+def _script(monkeypatch, capsys, *args) -> str:
+    """benchmarks/device_check_alchemy.py run in this process with `args`: what it prints."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "device_check_alchemy.py"
+    spec = importlib.util.spec_from_file_location("device_check_alchemy", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(sys, "argv", [str(path), *args])
+    module.main()
+    return capsys.readouterr().out
+
+
+def test_the_gpu_script_runs_on_a_cpu_at_a_tiny_size(monkeypatch, capsys):
+    out = _script(monkeypatch, capsys, "--device", "cpu", "--members", "2", "--steps", "5", "--warmup", "1", "--quick")
+    lines = [line.split() for line in out.splitlines()]
+    packed = [w for w in lines if w[:3] == ["packed", "engine", "2"]]
+    plain = [w for w in lines if w[:3] == ["plain", "loop", "1"]]
+    assert packed and plain and float(packed[-1][3]) > 0 and float(packed[-1][6]) > 0     # s a member-step, hours
+
+
+def test_the_gpu_script_says_in_one_line_when_there_is_no_gpu(monkeypatch, capsys):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(SystemExit) as stop:
+        _script(monkeypatch, capsys, "--device", "cuda", "--members", "8", "--steps", "1")
+    message = str(stop.value.code)
+    assert "no CUDA GPU" in message and len(message.splitlines()) == 1 and capsys.readouterr().out == ""
