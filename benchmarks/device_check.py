@@ -8,6 +8,9 @@
    steps) trained in packs into a fresh store, with its wall time and the mean final OOD per
    schedule (the device is part of a run's identity, so `critwin check` on CPU does not read them).
 
+Alchemy's packs on the device (the paper-size protocol's first steps and its estimated hours):
+benchmarks/device_check_alchemy.py.
+
 Run: python benchmarks/device_check.py --device cuda --out DIR [--quick]
 (--quick: 60-step runs and small packs, to exercise the script on a CPU.)
 """
