@@ -56,14 +56,23 @@ class MemberDropout:
 
     @torch.no_grad()
     def mask(self, shape) -> torch.Tensor:
-        outer, out = self._get(), []
-        ones = torch.ones(shape, device=self.device)
-        for e, state in enumerate(self.states):
-            self._set(state)
-            out.append(F.dropout(ones, self.p, training=True))    # 1 x noise: exactly the noise
-            self.states[e] = self._get()
+        outer = self._get()
+        if self.device.type == "cpu":     # torch's CPU dropout: noise = bernoulli_(1 - p) / (1 - p), in place here
+            out = torch.empty((len(self.states), *shape))
+            for e, state in enumerate(self.states):
+                self._set(state)
+                out[e].bernoulli_(1 - self.p)
+                self.states[e] = self._get()
+            out.div_(1 - self.p)
+        else:                              # a fused kernel elsewhere: its own output on ones is the noise
+            ones, parts = torch.ones(shape, device=self.device), []
+            for e, state in enumerate(self.states):
+                self._set(state)
+                parts.append(F.dropout(ones, self.p, training=True))
+                self.states[e] = self._get()
+            out = torch.stack(parts)
         self._set(outer)
-        return torch.stack(out)
+        return out
 
 
 def _drop(x, drop: MemberDropout | None, shape=None):
