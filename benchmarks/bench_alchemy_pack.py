@@ -13,7 +13,7 @@ they score `--eval-max` queries.
 Run: python benchmarks/bench_alchemy_pack.py [--size cpu] [--members 1 4 8] [--steps 10] [--threads 1]
      [--device cpu] [--chemistries 64] [--eval-max 32]
 
-Measured 2025-??-?? on AMD EPYC (lscpu model name), 1 thread, beside other jobs: see benchmarks/README.md.
+Figures (date, host, load) in benchmarks/README.md.
 """
 from __future__ import annotations
 
