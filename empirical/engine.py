@@ -325,7 +325,7 @@ class PackStepper:
         buf = io.BytesIO()
         members = [{"generator": m.order.gen.get_state(), "perm": m.order.perm.cpu(), "ptr": m.order.ptr,
                     "rows": m.rows, "last": m.last, "status": m.status, "error": m.error, "own_step": own,
-                    "rng": None if self.drop is None else self.drop.states[e].cpu()}
+                    **({} if self.drop is None else {"rng": self.drop.states[e].cpu()})}    # dropout's state
                    for e, (m, own) in enumerate(zip(self.members, self.own_step))]
         torch.save({"format": 1, "step": step, "wall": wall, "configs": [c.resolved() for c in self.identity],
                     "params": {n: p.detach().cpu() for n, p in self.params.items()}, "optimizer": self.opt.state_dict(),
