@@ -10,6 +10,7 @@ temporary folders are stale and are taken over or removed.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
@@ -39,6 +40,7 @@ CLAIM_PREFIX = ".claim-"
 RESUME_PREFIX = ".resume-"   # the training state a run in progress last wrote (train(resume=...)); gone once stored
 PACK_RESUME_PREFIX = ".pack-resume-"   # the same for a pack (train_pack(resume=...)), named by its members
 CLAIM_TTL = 24 * 3600   # seconds a claim from another host is honoured (its pid cannot be checked)
+CLAIM_GRACE = 5.0       # seconds after which an empty or unreadable claim file is stale (claims are written whole)
 
 
 @dataclass
@@ -172,28 +174,54 @@ class RunStore:
 
     def claim(self, run_id: str) -> bool:
         """Claim a run before training it. False when another live process holds the claim;
-        a claim of a dead process (or one older than CLAIM_TTL from another host) is taken over."""
+        a claim of a dead process (or one older than CLAIM_TTL from another host) is taken over, and
+        so is a claim file left empty or unreadable for over CLAIM_GRACE seconds (a writer killed
+        mid-write, or a full disk), with a warning. The claim is written whole under a temporary
+        name and linked into place, so no reader ever finds it half-written; a write that fails
+        (a full disk) raises OSError and leaves no file behind."""
         path = self._claim_path(run_id)
         me = {"host": socket.gethostname(), "pid": os.getpid(), "time": time.time()}
         for _ in range(3):
             try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                _link_new(path, json.dumps(me).encode())
             except FileExistsError:
                 holder = _read_claim(path)
-                if holder is None:          # vanished or half-written: look again
-                    time.sleep(0.01)
-                    continue
-                if (holder.get("host"), holder.get("pid")) != (me["host"], me["pid"]) and _claim_live(path, holder):
+                if holder is None:
+                    age = _age(path)
+                    if age is None or age < CLAIM_GRACE:      # vanished, or being replaced: look again
+                        time.sleep(0.01)
+                        continue
+                    warnings.warn(f"taking over the claim file {path}: {_unreadable_claim(path)} for {age:.0f} s"
+                                  " (its writer died before writing it)")
+                elif (holder.get("host"), holder.get("pid")) != (me["host"], me["pid"]) and _claim_live(path, holder):
                     return False
                 try:
                     os.unlink(path)         # stale (or ours from before): take it over
                 except FileNotFoundError:
                     pass
                 continue
-            with os.fdopen(fd, "w") as f:
-                json.dump(me, f)
             return True
         return False
+
+    def holder(self, run_id: str) -> str | None:
+        """'host:pid' of the live process that holds `run_id`'s claim (None: none does)."""
+        path = self._claim_path(run_id)
+        h = _read_claim(path)
+        return f"{h.get('host')}:{h.get('pid')}" if h and _claim_live(path, h) else None
+
+    def bad_claims(self) -> list[tuple[Path, str]]:
+        """(claim file, what is wrong) of claims left empty or unreadable for over CLAIM_GRACE
+        seconds: no process holds them; training takes them over, `remove_litter` deletes them."""
+        if not self.root.is_dir():
+            return []
+        out = []
+        for p in sorted(self.root.glob(f"{CLAIM_PREFIX}*")):
+            if ".tmp-p" in p.name or _read_claim(p) is not None:
+                continue
+            age = _age(p)
+            if age is not None and age >= CLAIM_GRACE:
+                out.append((p, f"claim file {_unreadable_claim(p)} for {age:.0f} s (training takes it over)"))
+        return out
 
     def release(self, run_id: str) -> None:
         """Drop this process's claim on a run (after it is saved, or abandoned)."""
@@ -211,7 +239,7 @@ class RunStore:
             return []
         out = []
         for p in self.root.glob(f"{CLAIM_PREFIX}*"):
-            holder = _read_claim(p)
+            holder = None if ".tmp-p" in p.name else _read_claim(p)
             if holder and holder.get("pid") != os.getpid() and _claim_live(p, holder):
                 out.append(p.name[len(CLAIM_PREFIX):])
         return out
@@ -227,7 +255,7 @@ class RunStore:
             shutil.rmtree(p, ignore_errors=True)
             removed.append(p)
         for p in self.root.glob(f"{CLAIM_PREFIX}*"):
-            holder = _read_claim(p)
+            holder = None if ".tmp-p" in p.name else _read_claim(p)
             if holder is not None and not _claim_live(p, holder):
                 try:
                     os.unlink(p)
@@ -255,6 +283,7 @@ class RunStore:
             return []
         import torch
         out = [(p, "half-written file of a writer that is gone") for p in self._dead_partial_files()]
+        out += self.bad_claims()
         for p in sorted(self.root.glob(f"{RESUME_PREFIX}*.pt")) + sorted(self.root.glob(f"{PACK_RESUME_PREFIX}*.pt")):
             if self._claim_path(p.name[len(RESUME_PREFIX):-len(".pt")]).exists():
                 continue            # a run training now may be writing it
@@ -310,7 +339,8 @@ class RunStore:
         if not self.root.is_dir():
             return []
         import torch
-        ids = {p.name[len(CLAIM_PREFIX):] for p in self.root.glob(f"{CLAIM_PREFIX}*")}
+        ids = {p.name[len(CLAIM_PREFIX):] for p in self.root.glob(f"{CLAIM_PREFIX}*") if ".tmp-p" not in p.name}
+        bad = {p.name[len(CLAIM_PREFIX):]: why for p, why in self.bad_claims()}
         ids |= {p.name[len(RESUME_PREFIX):-len(".pt")] for p in self.root.glob(f"{RESUME_PREFIX}*.pt")}
         in_pack = {}      # run id -> (its pack's state file, the state, its place in the pack)
         out = []
@@ -344,7 +374,9 @@ class RunStore:
                                wall_seconds=float(state.get("wall", float("nan"))), last=dict(state.get("last", {})))
                 except Exception as e:  # noqa: BLE001 - a damaged state is reported, and ignored by training
                     row["error"] = f"unreadable resume state ({type(e).__name__})"
-            if live or path.is_file():
+            if rid in bad:
+                row["claim"] = bad[rid]
+            if live or path.is_file() or rid in bad:
                 out.append(row)
         return out
 
@@ -448,9 +480,56 @@ def _tmp_owner_alive(p: Path) -> bool:
 
 def _read_claim(path: Path) -> dict | None:
     try:
-        return json.loads(path.read_text())
+        got = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+    return got if isinstance(got, dict) else None
+
+
+def _unreadable_claim(path: Path) -> str:
+    try:
+        return "empty" if path.stat().st_size == 0 else "unreadable"
+    except OSError:
+        return "unreadable"
+
+
+def _age(path: Path) -> float | None:
+    """Seconds since `path` was last written (None: it is gone)."""
+    try:
+        return max(0.0, time.time() - path.stat().st_mtime)
+    except OSError:
+        return None
+
+
+def _link_new(path: Path, blob: bytes) -> None:
+    """Create `path` holding `blob`, whole or not at all: written to a temporary file, then linked
+    into place (FileExistsError when `path` exists). On a file system without hard links it is
+    created exclusively and written, removed again if the write fails."""
+    tmp = path.with_name(f"{path.name}.tmp-p{os.getpid()}")      # NAME.tmp-pPID: litter once its writer is gone
+    try:
+        with open(tmp, "wb") as f:
+            f.write(blob)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+            return
+        except FileExistsError:
+            raise
+        except OSError as e:
+            if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS):
+                raise
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob)
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _claim_live(path: Path, holder: dict) -> bool:

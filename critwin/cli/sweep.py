@@ -86,7 +86,8 @@ def cmd_progress(args):
     table = []
     for r in rows:
         keys = [k for k in r["last"] if k.endswith(("_acc", "test_event_a")) and not k.startswith("test_ablate")][:4]
-        idle = ("no: unreadable litter (--clean removes it)" if "error" in r else
+        idle = (f"no: {r['claim']}" if "claim" in r else
+                "no: unreadable litter (--clean removes it)" if "error" in r else
                 "no (paused: stored where its stop rule held)" if r.get("paused") else
                 "no (killed: the next sweep resumes it)")
         table.append({"run_id": r["run_id"], "training": r["training"] or idle,
@@ -96,7 +97,8 @@ def cmd_progress(args):
                       **{k: r[k] for k in ("pack", "error") if k in r}})
     text = format_table(table) if table else f"no run in progress in {args.store}"
     if args.clean:
-        text += f"\nremoved {len(removed)} unusable files (unreadable resume states, half-written files)"
+        text += f"\nremoved {len(removed)} unusable files (unreadable resume states, empty claim files, half-written" \
+                " files)"
     return {"rows": rows, "removed": removed}, text
 
 
@@ -130,7 +132,8 @@ def register_runs(sub):
     p = sub.add_parser("progress", help="runs in progress: who trains them and how far their last saved state got")
     p.add_argument("--store", default="runs")
     p.add_argument("--clean", action="store_true",
-                   help="first remove what no run can use: unreadable resume states, half-written files")
+                   help="first remove what no run can use: unreadable resume states, claim files left empty,"
+                        " half-written files")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_progress)
 

@@ -48,7 +48,8 @@ def train_and_store(cfg: TrainConfig, store: RunStore, progress: bool = True, tr
     if status in STORED:
         return store.load(run_id), status
     if not store.claim(run_id):
-        raise ConfigError("run", run_id, f"a run no other process is training (one is, in {store.root})")
+        raise ConfigError("run", run_id, f"a run no other process is training (process {store.holder(run_id) or '?'}"
+                                         f" holds its claim file in {store.root}; wait for it to finish)")
     try:
         try:
             run = trainer(cfg, progress=progress, start=branch_start(store, cfg), resume=store.resume_path(run_id),

@@ -180,7 +180,13 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
             items, ids, alone = [], [], []
             for c in group:
                 rid = c.run_id()
-                if not store.claim(rid):
+                try:
+                    mine = store.claim(rid)
+                except OSError as e:        # a full disk: not even its claim fits; the others may still
+                    res.unstored.append((rid, f"{e.strerror or e} writing its claim file"))
+                    bar.update(1)
+                    continue
+                if not mine:
                     res.busy.append(rid)
                     bar.update(1)
                     continue
