@@ -62,12 +62,21 @@ def plasticity_plan(args, store):
 
     from critwin.empirical import TrainConfig
     from critwin.empirical.sweep import SweepSpec
+    from critwin.empirical.sweep.spec import check_runs
     components = [c.strip() for c in args.component.split(",") if c.strip()]
     start = args.start or 0
+
+    def check_size(stop, every, seeds):     # counted before the freeze steps are built
+        if every is not None and every >= 1 and stop > start:
+            n = len(range(start, stop + 1, every))
+            check_runs(len(components) * (n + 1) * seeds, args.max_runs,
+                       f"{len(components)} components x ({n} freeze steps + the baseline) x {seeds} seeds")
     if args.baseline is None:
         if args.freeze_optimizer is not None:
             raise ConfigError("freeze_optimizer", args.freeze_optimizer,
                               "nothing without --baseline (use --set freeze_optimizer=...)")
+        check_size(3000 if args.stop is None else args.stop, 500 if args.every is None else args.every,
+                   2 if args.seeds is None else args.seeds)
         steps = _freeze_grid(start, 3000 if args.stop is None else args.stop, 500 if args.every is None else args.every)
         base = SweepSpec().with_sets(args.set).base
         seeds = range(2 if args.seeds is None else args.seeds)
@@ -80,6 +89,7 @@ def plasticity_plan(args, store):
     b = TrainConfig.from_dict(run.config)
     stop = b.steps - 1 if args.stop is None else args.stop
     if args.every is not None:
+        check_size(stop, args.every, 1 if args.seeds is None else args.seeds)
         steps = _freeze_grid(start, stop, args.every)
     else:
         steps = [c for c in b.checkpoints if start <= c <= stop]
@@ -166,6 +176,8 @@ def register_plasticity(p):
                    help="stage time: the threshold rule (tau, n), or where the curve's last change-point rise"
                         " completes (for curves that rise but never reach tau, as at cpu size)")
     p.add_argument("--store", default="runs")
+    from critwin.cli.sweep import add_max_runs
+    add_max_runs(p)
     p.add_argument("--no-train", dest="train", action="store_false")
     p.add_argument("--no-branch", dest="branch", action="store_false",
                    help="train every frozen run from step 0 (default: start it from the baseline's checkpoint)")

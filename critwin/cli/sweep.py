@@ -32,8 +32,14 @@ def _spec(args) -> SweepSpec:
     return spec.with_sets(args.set)
 
 
+def add_max_runs(p):
+    from critwin.empirical.sweep.spec import MAX_RUNS
+    p.add_argument("--max-runs", type=int, default=MAX_RUNS,
+                   help=f"refuse a grid of more runs than this, counted before it is built (default {MAX_RUNS:,})")
+
+
 def cmd_run(args):
-    configs = _spec(args).expand()         # every point validated before anything runs
+    configs = _spec(args).expand(args.max_runs)    # counted, then every point validated, before anything runs
     t0 = time.perf_counter()
     with executor_from(args) as ex:
         res = run_sweep(configs, RunStore(args.store), ex, args.retry_failed, not args.no_progress)
@@ -107,6 +113,7 @@ def register_sweep(sub):
     p.add_argument("spec", nargs="?", default=None, help="TOML file with [base] and [grid]")
     p.add_argument("--set", action="append", metavar="KEY=V1,V2,...", help="grid (or base) values")
     p.add_argument("--retry-failed", action="store_true", help="re-run failed runs (only those)")
+    add_max_runs(p)
     _executor_args(p)
     p.set_defaults(handler=cmd_run)
 

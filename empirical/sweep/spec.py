@@ -8,6 +8,7 @@ budget_placement, budget, width, freeze). A spec file is TOML with tables [base]
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from critwin.empirical.config import FLAT_KEYS, TrainConfig
 from critwin.errors import ConfigError
 
 KEYS = FLAT_KEYS
+MAX_RUNS = 10_000       # the grid size a command refuses above, unless told otherwise (--max-runs)
 
 
 # The flat keys' parsing lives with the config (TrainConfig.from_flat); the sweep's old name stays.
@@ -71,6 +73,14 @@ class SweepSpec:
                 grid[k.strip()] = vals
         return SweepSpec(base, grid)
 
+    def size(self) -> int:
+        """The grid's points, counted without building them (the product of its value counts)."""
+        return math.prod(len(v) for v in self.grid.values())
+
+    def check_size(self, max_runs: int | None) -> None:
+        """Refuse a grid of more than `max_runs` points (None: any size), before a point is built."""
+        check_runs(self.size(), max_runs, " x ".join(f"{len(v)} {k}" for k, v in self.grid.items()))
+
     def points(self) -> list[dict]:
         empty = [k for k, v in self.grid.items() if not v]
         if empty:
@@ -80,8 +90,10 @@ class SweepSpec:
         return [{**self.base, **dict(zip(keys, combo))}
                 for combo in itertools.product(*(self.grid[k] for k in keys))]
 
-    def expand(self) -> list[TrainConfig]:
-        """Every grid point as a validated config; the first invalid point stops everything."""
+    def expand(self, max_runs: int | None = None) -> list[TrainConfig]:
+        """Every grid point as a validated config; the first invalid point stops everything, and so
+        does a grid of more than `max_runs` points (None: any size), before any is built."""
+        self.check_size(max_runs)
         out, seen = [], set()
         for point in self.points():
             try:
@@ -92,3 +104,15 @@ class SweepSpec:
                 seen.add(cfg.run_id())
                 out.append(cfg)
         return out
+
+
+def check_runs(count: int, max_runs: int | None, factors: str = "") -> None:
+    """A ConfigError when a command would build `count` runs, over `max_runs` (None: no limit);
+    `factors` says where the count comes from."""
+    if max_runs is None:
+        return
+    if isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 1:
+        raise ConfigError("max_runs", max_runs, "a positive number of runs")
+    if count > max_runs:
+        raise ConfigError("grid", f"{count:,} runs", f"at most --max-runs {max_runs:,} runs"
+                          + (f" (this grid: {factors})" if factors else "") + "; give a larger --max-runs to run it")

@@ -1,0 +1,55 @@
+"""Bad input is refused before any work, in one line naming the field (exit 2): grids too large to
+build, decay keys that would be ignored, plasticity metrics the task does not log, Dask addresses that
+are not addresses, argparse mistakes. Each on a real `critwin` process."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from critwin.empirical.sweep import SweepSpec
+from critwin.errors import ConfigError
+
+CRITWIN = [sys.executable, "-m", "critwin.cli"]
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+TEN = ",".join(map(str, range(1, 11)))
+
+
+def one_line_error(r, *words):
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr, (r.returncode, r.stderr)
+    assert all(w in lines[0] for w in words), lines[0]
+    return lines[0]
+
+
+def run(args, tmp_path, timeout=60):
+    try:
+        return subprocess.run(CRITWIN + args, env=ENV, capture_output=True, text=True, timeout=timeout,
+                              cwd=tmp_path)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"critwin {' '.join(args)} neither refused nor finished within {timeout} s")
+
+
+def test_a_million_point_grid_is_refused_at_once_with_its_count_and_the_flag(tmp_path):
+    t0 = time.time()
+    grid = [x for k in ("seed", "task_seed", "batch_size", "eval_every", "steps") for x in ("--set", f"{k}={TEN}")]
+    grid += ["--set", "gamma=" + ",".join(f"0.{k}" for k in range(1, 11))]      # every point valid: 10^6 of them
+    r = run(["sweep", "run", *grid, "--store", "s", "--no-progress"], tmp_path, timeout=30)
+    one_line_error(r, "1,000,000", "--max-runs", "10,000")
+    assert time.time() - t0 < 30 and not (tmp_path / "s").exists()
+
+
+def test_max_runs_sets_the_limit(tmp_path):
+    r = run(["sweep", "run", "--set", "seed=0,1,2,3", "--set", "steps=10", "--max-runs", "3", "--store", "s",
+             "--no-progress"], tmp_path)
+    one_line_error(r, "4 runs", "--max-runs 3")
+    spec = SweepSpec().with_sets(["seed=0,1,2,3", "d=16,32"])
+    assert spec.size() == 8 and len(spec.expand(max_runs=8)) == 8
+    with pytest.raises(ConfigError, match="8 runs"):
+        spec.expand(max_runs=7)
+
+
+def test_a_plasticity_grid_is_counted_before_it_is_built(tmp_path):
+    r = run(["plasticity", "--every", "1", "--stop", "10000000", "--store", "s", "--no-progress"], tmp_path, timeout=30)
+    one_line_error(r, "20,000,004 runs", "--max-runs")
