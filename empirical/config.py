@@ -12,7 +12,7 @@ from critwin.empirical.models.transformer import DECAY_SETS, ModelConfig
 from critwin.empirical.tasks import TASK_OPTIONS, TASKS, make_task
 
 from critwin.errors import ConfigError
-from critwin.schedules import Schedule, parse_window
+from critwin.schedules import PLACEMENTS, Schedule, parse_window
 
 OPTIMIZERS = ("adamw", "sgd")
 LR_SCHEDULES = ("constant", "cosine")
@@ -316,12 +316,23 @@ def _flat_windows(flat: dict, steps: int) -> tuple:
     if has_window and wd is None:
         raise ConfigError("wd", None, "a decay value for the window (a window without wd would silently"
                                       " be no decay; give wd=0 for that on purpose)")
-    wd = wd or 0.0
-    if flat.get("budget_placement") is not None:
+    if flat.get("budget_placement") is None:
+        given = [k for k in ("budget", "width") if flat.get(k) is not None]
+        if given:       # without a placement they would be ignored: the run would train without that decay
+            raise ConfigError("budget_placement", None, f"one of {', '.join(PLACEMENTS)} with {' and '.join(given)}"
+                                                        " (the window a decay budget is spent in)")
+    else:
         if flat.get("budget") is None or flat.get("width") is None:
             raise ConfigError("budget", flat.get("budget"), "budget and width with budget_placement")
-        return Schedule.budget_matched(flat["budget_placement"], _flat_number(flat, "budget"),
-                                       _flat_number(flat, "width"), steps).windows
+        budget = _flat_number(flat, "budget")
+        if not (math.isfinite(budget) and budget > 0):
+            raise ConfigError("budget", budget, "a finite decay budget lambda * width > 0")
+        beside = [k for k in ("wd", "wd_window", "wd_window_start") if flat.get(k) not in (None, "", [], ())]
+        if beside:      # the budget sets the window and its lambda: these would be ignored
+            raise ConfigError(beside[0], flat[beside[0]], "nothing beside budget_placement (it sets the window"
+                                                          " and its lambda = budget / width)")
+        return Schedule.budget_matched(flat["budget_placement"], budget, _flat_number(flat, "width"), steps).windows
+    wd = wd or 0.0
     if flat.get("wd_window_start") is not None:
         if flat.get("wd_width") is None:
             raise ConfigError("wd_width", None, "a window width in steps with wd_window_start")

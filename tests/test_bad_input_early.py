@@ -53,3 +53,24 @@ def test_max_runs_sets_the_limit(tmp_path):
 def test_a_plasticity_grid_is_counted_before_it_is_built(tmp_path):
     r = run(["plasticity", "--every", "1", "--stop", "10000000", "--store", "s", "--no-progress"], tmp_path, timeout=30)
     one_line_error(r, "20,000,004 runs", "--max-runs")
+
+
+@pytest.mark.parametrize("extra,field", [(["--budget", "nan"], "budget_placement"),
+                                         (["--budget", "20"], "budget_placement"),
+                                         (["--width", "10"], "budget_placement"),
+                                         (["--budget-placement", "early", "--budget", "nan", "--width", "10"], "budget"),
+                                         (["--budget-placement", "early", "--budget", "0", "--width", "10"], "budget"),
+                                         (["--budget-placement", "early", "--budget", "20", "--width", "10", "--wd",
+                                           "1e-3"], "wd")])
+def test_a_decay_budget_that_would_be_ignored_or_is_not_a_number_is_refused(tmp_path, extra, field):
+    r = run(["train", "anchor", "--d", "16", "--steps", "10", "--batch-size", "32", "--store", "s", "--no-progress",
+             *extra], tmp_path)
+    assert one_line_error(r, "critwin: error:").split(": error: ")[1].startswith(f"{field}=")
+    assert not (tmp_path / "s").exists()                 # refused before the store is made, nothing trained
+
+
+def test_a_sweep_refuses_a_budget_without_its_placement(tmp_path):
+    r = run(["sweep", "run", "--set", "budget=5", "--set", "steps=10", "--set", "d=16", "--store", "s",
+             "--no-progress"], tmp_path)
+    one_line_error(r, "budget_placement", "early, middle, late")
+    assert not (tmp_path / "s").exists()
