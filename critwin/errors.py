@@ -1,5 +1,5 @@
-"""The toolkit's own errors: bad input (ConfigError) and a damaged run folder (CorruptRunError);
-how its warnings read (`one_line_warning`)."""
+"""The toolkit's own errors: bad input (ConfigError), a damaged run folder (CorruptRunError), a
+trained run the store could not take (RunNotStoredError); how its warnings read (`one_line_warning`)."""
 
 
 class ConfigError(ValueError):
@@ -23,6 +23,18 @@ class CorruptRunError(RuntimeError):
 
     def __reduce__(self):
         return type(self), (self.path, self.reason)
+
+
+class RunNotStoredError(RuntimeError):
+    """A run trained to its end that could not be written to the store (a full disk): what failed,
+    and where its resume state is, if it has one."""
+
+    def __init__(self, run_id: str, reason: str, resume: str):
+        self.run_id, self.reason, self.resume = run_id, reason, resume
+        super().__init__(f"run {run_id} was trained but not stored: {reason}; {resume}")
+
+    def __reduce__(self):
+        return type(self), (self.run_id, self.reason, self.resume)
 
 
 def one_line_warning(message, category=None, filename=None, lineno=None, line=None) -> str:

@@ -125,15 +125,19 @@ class RunStore:
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f"{TMP_PREFIX}{run_id}-p{os.getpid()}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
+        current = tmp       # the file being written (named by an OSError that does not name it)
         try:
-            _write_json(tmp / "config.json", run.config)
-            _write_json(tmp / "summary.json", run.summary)
-            _write_json(tmp / "environment.json", run.environment)
-            run.metrics.to_parquet(tmp / "metrics.parquet", index=False)
+            for name, obj in (("config.json", run.config), ("summary.json", run.summary),
+                              ("environment.json", run.environment)):
+                current = tmp / name
+                _write_json(current, obj)
+            current = tmp / "metrics.parquet"
+            run.metrics.to_parquet(current, index=False)
             if run.checkpoints:
                 (tmp / CHECKPOINTS).mkdir()
                 for step, blob in run.checkpoints.items():
-                    (tmp / CHECKPOINTS / f"step_{int(step)}.pt").write_bytes(blob)
+                    current = tmp / CHECKPOINTS / f"step_{int(step)}.pt"
+                    current.write_bytes(blob)
             if final.is_dir():
                 old = self.root / f"{TMP_PREFIX}old-{run_id}-p{os.getpid()}-{uuid.uuid4().hex[:8]}"
                 os.rename(final, old)
@@ -141,10 +145,12 @@ class RunStore:
                 shutil.rmtree(old, ignore_errors=True)
             else:
                 os.rename(tmp, final)
-        except OSError:
+        except OSError as e:
             shutil.rmtree(tmp, ignore_errors=True)
             if final.is_dir():      # another writer finished the same run first
                 return final
+            if e.filename is None or str(e.filename).startswith(str(tmp)):    # named as the run's own file
+                e.filename = str(final / Path(e.filename or current).relative_to(tmp))
             raise
         return final
 

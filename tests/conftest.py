@@ -1,3 +1,7 @@
+import os
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -22,6 +26,21 @@ def _one_torch_thread():
     matmuls up to 100x slower (measured)."""
     import torch
     torch.set_num_threads(1)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 600 KB tmpfs (needs root; skipped elsewhere)."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)], capture_output=True)
+    if r.returncode:
+        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.decode().strip()})")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)])
+
 
 from critwin.testing import task_kit  # noqa: E402,F401  (the kit's fixture, as a user's conftest would take it)
 

@@ -81,26 +81,11 @@ def test_a_young_empty_claim_is_left_alone_and_an_old_one_is_taken_over(tmp_path
     assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]        # written whole, no temporary left
 
 
-@pytest.fixture
-def tiny_disk(tmp_path):
-    """A 600 KB tmpfs (needs root; skipped elsewhere)."""
-    import shutil
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)], capture_output=True)
-    if r.returncode:
-        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.decode().strip()})")
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)])
-
-
-def test_a_full_disk_leaves_no_claim_file_and_the_run_trains_once_space_is_freed(tiny_disk):
-    store = tiny_disk / "s"
+def test_a_full_disk_leaves_no_claim_file_and_the_run_trains_once_space_is_freed(small_disk):
+    store = small_disk / "s"
     store.mkdir()
-    st = os.statvfs(tiny_disk)
-    filler = tiny_disk / "filler"
+    st = os.statvfs(small_disk)
+    filler = small_disk / "filler"
     filler.write_bytes(b"\0" * (st.f_bavail * st.f_frsize))
     cmd = CRITWIN + TRAIN + ["--store", str(store)]
     r = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)

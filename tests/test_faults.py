@@ -83,20 +83,6 @@ def test_killing_one_worker_costs_only_what_it_was_doing(tmp_path):
     assert not list(store.glob(".pack-resume-*.pt"))
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 600 KB tmpfs (needs root; skipped elsewhere)."""
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)], capture_output=True)
-    if r.returncode:
-        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.decode().strip()})")
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)])
-
-
 def fill(disk: Path, name: str, leave: int) -> None:
     """Take the disk's free space, but `leave` bytes."""
     st = os.statvfs(disk)

@@ -8,7 +8,7 @@ import sys
 import warnings
 
 from critwin.cli.common import jsonable
-from critwin.errors import ConfigError, CorruptRunError, one_line_warning
+from critwin.errors import ConfigError, CorruptRunError, RunNotStoredError, one_line_warning
 
 # group -> (help, description, command module, register function and its subcommand metavar).
 # A group's module is imported only when that group is used, so `critwin --help` and the
@@ -78,6 +78,11 @@ def main(argv=None) -> int:
         print("critwin: interrupted: runs already stored stay stored; the others keep their resume states"
               " (run the same command again to continue)", file=sys.stderr)
         return 128 + (getattr(stop, "signum", None) or 2)
+    except RunNotStoredError as err:        # trained, but the store could not take it: what failed, what is left
+        if getattr(args, "json", False):
+            print(json.dumps({"error": str(err), "run_id": err.run_id}))
+        print(f"critwin: error: {err}", file=sys.stderr)
+        return 1
     except OSError as err:      # a full disk, a store that vanished: what could not be written, in one line
         where = f" ({err.filename})" if err.filename else ""
         if getattr(args, "json", False):

@@ -7,7 +7,7 @@ from critwin.empirical.loop import Paused
 from critwin.empirical.store import Run, RunStore
 from critwin.empirical.train import train
 
-from critwin.errors import ConfigError
+from critwin.errors import ConfigError, RunNotStoredError
 
 STORED = ("complete", "failed", "diverged")    # statuses a run is returned with from the store, not trained
 
@@ -57,7 +57,21 @@ def train_and_store(cfg: TrainConfig, store: RunStore, progress: bool = True, tr
         except Paused as p:
             store_paused(store, p.run)
             raise
-        store_trained(store, run, replace=status in ("corrupt", "paused"))
+        try:
+            store_trained(store, run, replace=status in ("corrupt", "paused"))
+        except OSError as e:        # a full disk at the end: say what failed and what is left to continue from
+            raise not_stored(store, run_id, e) from None
     finally:
         store.release(run_id)
     return run, status
+
+
+def not_stored(store: RunStore, run_id: str, err: OSError) -> RunNotStoredError:
+    """The error of a trained run that `store` could not take: the path that failed, and its resume state."""
+    reason = f"{err.strerror or err} writing {err.filename or store.path(run_id)}"
+    part = store.partial(run_id)
+    where = store.resume_path(run_id)
+    resume = (f"its resume state {where} holds step {part[1]} of {part[2]} (the same command continues from there"
+              " once there is room)" if part is not None else
+              "it has no resume state (the same command trains it again once there is room)")
+    return RunNotStoredError(run_id, reason, resume)
