@@ -214,6 +214,33 @@ def detect(runs, metrics=("event_a", "event_b", "event_c", "p_b_given_a"), split
     return per_run, pd.DataFrame(summary)
 
 
+# The stage curve (split, metric) a task's plasticity reads unless told otherwise: its held-out accuracy,
+# or for Alchemy the paper's event C; by task name prefix.
+STAGE_CURVES = {"anchor_": ("ood", "acc"), "alchemy_": ("test", "event_c"), "modarith": ("test", "acc"),
+                "scan_": ("test", "seq_acc")}
+
+
+def stage_curve(task: str, split: str | None, metrics: str | None) -> tuple[str, list[str]]:
+    """(split, metrics) a plasticity of `task` reads: those given, the task's own (`STAGE_CURVES`) where not."""
+    own = next((v for k, v in STAGE_CURVES.items() if task.startswith(k)), ("test", "acc"))
+    names = [m.strip() for m in (metrics or own[1]).split(",") if m.strip()]
+    return split or own[0], names
+
+
+def check_curves(cfg, split: str, metrics) -> None:
+    """Refuse, before any training, a split or metric that `cfg`'s runs do not log (naming those they do)."""
+    from critwin.empirical.train import logged_curves
+    curves = logged_curves(cfg)
+    if split not in curves:
+        raise ConfigError("split", split, f"a split task {cfg.task} logs: {', '.join(curves)}")
+    for m in metrics:
+        if m not in curves[split]:
+            raise ConfigError("metric", m, f"a curve task {cfg.task} logs on split '{split}':"
+                                           f" {', '.join(curves[split])}")
+    if not metrics:
+        raise ConfigError("metric", "", f"a curve task {cfg.task} logs on split '{split}': {', '.join(curves[split])}")
+
+
 def plasticity_configs(base: dict, component: str, freeze_steps, seeds, branch: bool = True,
                        freeze_optimizer: str | None = None) -> dict:
     """{(t_f or None for the baseline, seed): config}: baselines from the flat config `base` (with

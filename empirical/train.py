@@ -25,6 +25,7 @@ from critwin.empirical.loop import Member, Paused, drive
 from critwin.empirical.metrics import (
     decay_mechanism,
     evaluate_split,
+    split_metrics,
     squared_grad_norm,
     weight_metrics,
 )
@@ -113,6 +114,11 @@ def task_data(cfg: TrainConfig):
     """The config's task data (its task, instance and options), as the model sees it."""
     data = make_task(cfg.task, cfg.task_seed, **cfg.task_options()).generate()
     return language_model_data(data) if is_sequence_task(data) else data
+
+
+def logged_curves(cfg: TrainConfig) -> dict:
+    """{split: the metric names its evaluations log} of `cfg`'s runs, known before any training."""
+    return {name: split_metrics(split) for name, split in task_data(cfg).splits.items()}
 
 
 def initial_model(cfg: TrainConfig, data=None):

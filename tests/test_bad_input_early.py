@@ -74,3 +74,23 @@ def test_a_sweep_refuses_a_budget_without_its_placement(tmp_path):
              "--no-progress"], tmp_path)
     one_line_error(r, "budget_placement", "early, middle, late")
     assert not (tmp_path / "s").exists()
+
+
+PLASTICITY = ["plasticity", "--set", "d=16", "--set", "steps=40", "--set", "batch_size=32", "--set", "eval_every=20",
+              "--stop", "20", "--every", "10", "--seeds", "1", "--store", "s", "--no-progress", "--no-figure"]
+
+
+@pytest.mark.parametrize("extra,field", [(["--metric", "train_acc"], "metric"), (["--split", "test"], "split"),
+                                         (["--metric", "acc,event_c"], "metric")])
+def test_plasticity_refuses_a_curve_the_task_does_not_log_before_training(tmp_path, extra, field):
+    line = one_line_error(run(PLASTICITY + extra, tmp_path), f"{field}=", "anchor_permutation")
+    assert "acc" in line or "ood" in line                   # names what the task does log
+    assert not (tmp_path / "s").exists()                    # nothing trained, nothing stored
+
+
+def test_plasticity_defaults_to_the_tasks_own_curve(tmp_path):
+    r = run(PLASTICITY + ["--json", "--out", "o"], tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr
+    import json
+    table = json.loads(r.stdout)["table"]
+    assert table and {row["metric"] for row in table} == {"acc"}

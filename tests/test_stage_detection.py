@@ -110,7 +110,8 @@ def test_plasticity_window_from_stored_curves(tmp_path, capsys):
     from critwin.cli.main import main
     code = main(["plasticity", "--set", "steps=2000", "--set", "d=16", "--component", "layer0,layer1", "--start", "100",
                  "--stop", "1000", "--every", "300", "--seeds", "2", "--delay", "100", "--store", str(tmp_path / "runs"),
-                 "--no-train", "--no-branch", "--out", str(tmp_path / "o"), "--json"])
+                 "--no-train", "--no-branch", "--out", str(tmp_path / "o"), "--json", "--metric", "event_c",
+                 "--split", "test"])          # the curves stored above (not the anchor task's own, acc on ood)
     d = json.loads(capsys.readouterr().out)
     assert code == 0 and d["windows"] == {"layer0 event_c": [100, 400], "layer1 event_c": []}
     assert {r["component"] for r in d["table"]} == {"layer0"} and d["table"][0]["baseline_stage"] == 500

@@ -6,10 +6,12 @@ import numpy as np
 from critwin.bridge.stage_detection import (
     STAGE_METHODS,
     _freeze_grid,
+    check_curves,
     detect,
     frozen_configs,
     plasticity_configs,
     plasticity_window,
+    stage_curve,
 )
 from critwin.errors import ConfigError
 
@@ -112,7 +114,10 @@ def cmd_plasticity(args):
     store = RunStore(args.store)
     plans, steps = plasticity_plan(args, store)
     components = list(plans)
-    metrics = [m.strip() for m in args.metric.split(",") if m.strip()]
+    first = next(iter(next(iter(plans.values())).values()))
+    args.split, metrics = stage_curve(first.task, args.split, args.metric)
+    if args.train:          # before any training (--no-train reads what the stored runs hold)
+        check_curves(first, args.split, metrics)
     tables = []
     with executor_from(args, args.train) as ex:
         for comp, cfgs in plans.items():
@@ -168,8 +173,10 @@ def register_plasticity(p):
                    help="freeze steps start, start+every, ..., stop (default 500; --baseline: its checkpoints)")
     p.add_argument("--seeds", type=int, default=None,
                    help="seeds per freeze step (default 2; --baseline: 1, the baseline's; more add the next seeds)")
-    p.add_argument("--metric", default="event_c", help="comma-separated stage curves, e.g. event_a,event_b,event_c")
-    p.add_argument("--split", default="test")
+    p.add_argument("--metric", default=None,
+                   help="comma-separated stage curves, e.g. event_a,event_b,event_c (default: the task's own: acc on"
+                        " ood for anchor, event_c on test for Alchemy, acc on test for modarith, seq_acc for SCAN)")
+    p.add_argument("--split", default=None, help="split the curves are read from (default: the task's, see --metric)")
     p.add_argument("--delay", type=float, default=0.0, help="the window: mean delay above this many steps")
     p.add_argument("--n", type=int, default=3)
     p.add_argument("--method", choices=STAGE_METHODS, default="threshold",

@@ -76,6 +76,18 @@ def shared_prefix_logits(model, x, lengths, P: int, firsts, group, batch: int):
     return torch.cat(out)
 
 
+def split_metrics(split) -> tuple:
+    """The names of the scores `evaluate_split` logs for `split`, without a model (kept in step with it)."""
+    if split.targets.ndim == 2:
+        return ("loss", "acc", "seq_acc", "token_acc")
+    names = ["loss", "acc"]
+    if "symmetric_target" in split.extra:
+        names.append("symmetric_rate")
+    if "chemistry_stones" in split.extra:
+        names += ["event_a", "event_b", "event_c", "p_b_given_a", "p_c_given_ab"]
+    return tuple(names)
+
+
 @torch.no_grad()
 def split_scores(logits, y, split, device) -> dict:
     """evaluate_split's numbers from the split's logits (N, classes) and targets y (N,)."""
