@@ -94,3 +94,10 @@ def test_plasticity_defaults_to_the_tasks_own_curve(tmp_path):
     import json
     table = json.loads(r.stdout)["table"]
     assert table and {row["metric"] for row in table} == {"acc"}
+
+
+@pytest.mark.parametrize("address", ["http://127.0.0.1:1", "nonsense::", "tcp://127.0.0.1"])
+def test_a_malformed_dask_scheduler_address_is_one_line_naming_the_field(tmp_path, address):
+    r = run(["sweep", "run", "--set", "steps=10", "--store", "s", "--executor", "dask", "--scheduler", address,
+             "--no-progress"], tmp_path)
+    one_line_error(r, f"scheduler={address!r}", "tcp://127.0.0.1:8786")

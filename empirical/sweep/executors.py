@@ -279,6 +279,8 @@ class DaskExecutor:
         except ImportError:  # pragma: no cover - dask is a dependency
             raise ConfigError("executor", "dask", "install dask[distributed]") from None
         self.cluster = None
+        if address is not None:
+            check_scheduler_address(address)
         if address is None:
             self.cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                                         processes=True, dashboard_address=None)
@@ -313,6 +315,26 @@ class DaskExecutor:
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()
+
+
+def check_scheduler_address(address) -> None:
+    """Refuse (ConfigError) an address no Dask scheduler can have: an unknown scheme (http://...), or
+    a host and port that do not parse (nonsense::), before any connection is tried."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import backends
+    example = "SCHEME://HOST:PORT, e.g. tcp://127.0.0.1:8786"
+    try:
+        scheme, loc = parse_address(str(address))
+    except (ValueError, TypeError) as e:
+        raise ConfigError("scheduler", address, f"a Dask scheduler address {example} ({e})") from None
+    if scheme not in backends:
+        raise ConfigError("scheduler", address, f"a Dask scheduler address {example}; the scheme is one of "
+                                                + ", ".join(sorted(backends)))
+    if scheme in ("tcp", "tls", "ws", "wss"):
+        try:
+            parse_host_port(loc)
+        except (ValueError, TypeError) as e:
+            raise ConfigError("scheduler", address, f"a Dask scheduler address {example} ({e})") from None
 
 
 def make_executor(kind: str = "local", workers: int | None = None, scheduler: str | None = None,
