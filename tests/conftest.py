@@ -1,5 +1,6 @@
 import os
 import shutil
+import signal
 import subprocess
 
 import numpy as np
@@ -26,6 +27,15 @@ def _one_torch_thread():
     matmuls up to 100x slower (measured)."""
     import torch
     torch.set_num_threads(1)
+
+
+@pytest.fixture
+def sigint_default():
+    """SIGINT raises KeyboardInterrupt in this process during the test, as in a terminal, even when the
+    suite was started with SIGINT ignored (`nohup pytest &`); the handling before is put back after."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture

@@ -49,3 +49,28 @@ def kill_after(step: int):
         if done[0] >= step:
             raise Killed
     return on_steps
+
+
+def default_sigint():
+    """A child's preexec_fn: SIGINT at its default, so the child (Python) turns it into KeyboardInterrupt.
+    A background job of a non-interactive shell (`nohup pytest &`) starts with SIGINT ignored, an ignore
+    that children inherit and Python keeps; a test that sends SIGINT sets the handling it needs."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def pool_workers(parent: int) -> list[int]:
+    """The spawned pool workers of `parent` (not its resource tracker)."""
+    from pathlib import Path
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            cmd = (d / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == parent and "spawn_main" in cmd:
+            out.append(int(d.name))
+    return out

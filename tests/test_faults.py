@@ -13,6 +13,7 @@ import pytest
 
 from critwin.cli.main import main
 from critwin.empirical import RunStore
+from helpers import default_sigint, pool_workers
 
 CRITWIN = [sys.executable, "-m", "critwin.cli"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "CRITWIN_RESUME_SECONDS": "0"}
@@ -33,22 +34,6 @@ def wait_for(pred, timeout: float, what: str):
             return got
         time.sleep(0.1)
     pytest.fail(f"timed out waiting for {what}")
-
-
-def pool_workers(parent: int) -> list[int]:
-    """The spawned pool workers of `parent` (not its resource tracker)."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            stat = (d / "stat").read_text()
-            cmd = (d / "cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == parent and "spawn_main" in cmd:
-            out.append(int(d.name))
-    return out
 
 
 def stored(store: Path) -> dict:
@@ -164,7 +149,8 @@ def test_an_unreachable_scheduler_is_one_line_naming_it(tmp_path):
 def test_ctrl_c_stores_the_finished_runs_and_leaves_the_rest_resumable(tmp_path):
     store = tmp_path / "s"
     proc = subprocess.Popen(sweep_cmd(store, 800, 6, "--pack", "1", "--workers", "2"), env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)       # Ctrl-C as in a terminal, however the suite started
     wait_for(lambda: len(stored(store)) >= 2 and list(store.glob(".resume-*.pt")), 300,
              "two stored runs and a resume state")
     proc.send_signal(signal.SIGINT)

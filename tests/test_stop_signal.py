@@ -36,7 +36,8 @@ def _signal_at_batch(monkeypatch, n: int, sig: int):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_between_evaluations_writes_that_step_and_the_run_continues_exactly(tmp_path, monkeypatch, sig):
+def test_a_signal_between_evaluations_writes_that_step_and_the_run_continues_exactly(tmp_path, monkeypatch, sig,
+                                                                                     sigint_default):
     cfg = config_from_flat(CFG)
     whole = train(cfg, progress=False)
     resume = tmp_path / f".resume-{cfg.run_id()}.pt"

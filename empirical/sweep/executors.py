@@ -6,6 +6,7 @@ and no two writers meet. `local`: a process pool (spawn, one torch thread per wo
 """
 from __future__ import annotations
 
+import multiprocessing.context as mpc
 import os
 import signal
 import sys
@@ -36,6 +37,26 @@ def _exit_with_parent(parent: int, poll: float = 1.0):
             if os.getppid() != parent:
                 os._exit(1)
     threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
+
+
+class QuietSpawnProcess(mpc.SpawnProcess):
+    """A spawned process that starts with SIGINT ignored: a Ctrl-C to the terminal's process group is
+    the parent's to handle, and reaches a worker still importing (before `_worker_init` runs) as an
+    ignore it inherited, not as a KeyboardInterrupt traceback. The parent ignores SIGINT only while it
+    starts the process (in the main thread; elsewhere a process starts as it would)."""
+
+    def start(self):
+        if threading.current_thread() is not threading.main_thread():
+            return super().start()
+        before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            return super().start()
+        finally:
+            signal.signal(signal.SIGINT, before)
+
+
+class QuietSpawnContext(mpc.SpawnContext):
+    Process = QuietSpawnProcess
 
 
 def _worker_init(parent: int, steps_queue=None):
@@ -229,9 +250,8 @@ class LocalExecutor:
             finally:
                 _STEPS = None
             return
-        import multiprocessing as mp
         import queue as queue_mod
-        ctx = mp.get_context("spawn")
+        ctx = QuietSpawnContext()
         steps_queue = ctx.Queue() if on_steps is not None else None
 
         def wait_some(pending):
