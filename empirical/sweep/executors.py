@@ -152,7 +152,17 @@ class Pause:
 
 
 LOST = ("cut short when a worker process died (killed, e.g. out of memory, or a script that starts its sweep"
-        ' outside `if __name__ == "__main__":`); not stored: rerun to continue it from its resume state')
+        ' outside `if __name__ == "__main__":`); not stored')
+
+
+def lost_advice(n: int, resumable: int) -> str:
+    """What to do about `n` lost runs of which `resumable` have a resume state to continue from."""
+    if resumable == n:
+        return "rerun to continue " + ("it from its resume state" if n == 1 else "them from their resume states")
+    if resumable == 0:
+        return ("rerun to train " + ("it" if n == 1 else "them") + " again ("
+                + ("it had no resume state yet)" if n == 1 else "none had a resume state yet)"))
+    return f"rerun to continue {resumable} from their resume states and train the other {n - resumable} again"
 
 
 def lost_result(item):

@@ -13,7 +13,7 @@ from critwin.empirical.config import TrainConfig
 from critwin.empirical.engine import on_engine, pack_size, packs
 from critwin.empirical.environment import environment
 from critwin.empirical.store import Run, RunStore
-from critwin.empirical.sweep.executors import LOST, LocalExecutor, Pack, Pause, run_pack
+from critwin.empirical.sweep.executors import LOST, LocalExecutor, Pack, Pause, lost_advice, run_pack
 from critwin.empirical.sweep.one_run import branch_start, store_paused, store_trained
 from tqdm.auto import tqdm
 
@@ -28,7 +28,8 @@ class SweepResult:
     failed: list = field(default_factory=list)     # (run id, error) trained now, failed or diverged
     repaired: list = field(default_factory=list)   # run ids whose damaged folder was replaced
     busy: list = field(default_factory=list)       # run ids another live process was training
-    lost: list = field(default_factory=list)       # run ids cut short by a dead worker: not stored, resumable
+    lost: list = field(default_factory=list)       # run ids cut short by a dead worker: not stored
+    lost_resumable: list = field(default_factory=list)  # those of them with a resume state to continue from
     paused: list = field(default_factory=list)     # (run id, step) paused by the sweep's Pause: stored as paused
     unstored: list = field(default_factory=list)   # (run id, reason) trained but not written (e.g. a full disk)
     pack_fallbacks: list = field(default_factory=list)  # (run id, the error that made its pack train it alone)
@@ -41,7 +42,7 @@ class SweepResult:
     def to_dict(self) -> dict:
         return {"total": self.total, "skipped": len(self.skipped), "done": len(self.done),
                 "failed": len(self.failed), "repaired": len(self.repaired), "busy": len(self.busy),
-                "lost": len(self.lost), "paused": len(self.paused), "not_stored": len(self.unstored),
+                "lost": len(self.lost), "lost_resumable": len(self.lost_resumable), "paused": len(self.paused), "not_stored": len(self.unstored),
                 "pack_fallbacks": len(self.pack_fallbacks),
                 "failures": [{"run_id": r, "error": e} for r, e in self.failed],
                 "not_stored_runs": [{"run_id": r, "reason": e} for r, e in self.unstored],
@@ -57,7 +58,7 @@ class SweepResult:
         if self.busy:
             text += f", {len(self.busy)} left to another process that is training them"
         if self.lost:
-            text += f", {len(self.lost)} {LOST}"
+            text += f", {len(self.lost)} {LOST}: {lost_advice(len(self.lost), len(self.lost_resumable))}"
         if self.paused:
             text += f", {len(self.paused)} paused (stored as paused with their resume states: a sweep without the" \
                 " pause continues them)"
@@ -231,6 +232,8 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                 claims.discard(rid)
                 if "lost" in out:
                     res.lost.append(rid)
+                    if store.resume_path(rid).is_file() or any(p.is_file() for p in pack_files.get(rid, ())):
+                        res.lost_resumable.append(rid)
                 else:
                     store_paused(store, out.get("run"))
                     res.paused.append((rid, out["paused"]))

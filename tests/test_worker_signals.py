@@ -1,6 +1,6 @@
-"""SIGINT as a terminal's Ctrl-C sends it, on real processes: a worker still importing ignores it (the
-sweep's parent handles Ctrl-C), and the tests that send SIGINT pass however the suite was started,
-also as a background job whose SIGINT arrives ignored (`nohup python -m pytest &`)."""
+"""Signals to real processes: SIGINT as a terminal's Ctrl-C sends it (a worker still importing ignores
+it, the sweep's parent handles Ctrl-C; the tests that send SIGINT pass however the suite was started, also
+as a background job whose SIGINT arrives ignored, `nohup python -m pytest &`), and kill -9 of a worker."""
 import json
 import os
 import signal
@@ -50,3 +50,33 @@ def test_sigint_to_workers_still_importing_is_ignored_without_a_traceback(tmp_pa
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert proc.returncode == 0 and json.loads(out)["done"] == 4, (proc.returncode, out, err)
     assert hit, "never saw a worker start"
+
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_worker_killed_before_its_first_resume_state_is_not_said_to_have_one(tmp_path):
+    """kill -9 of the worker training a run that has written no resume state yet (none due for an hour):
+    the sweep says the run was lost and is trained again by a rerun, not that it continues from a state."""
+    env = {**ENV, "CRITWIN_RESUME_SECONDS": "3600"}
+    store = tmp_path / "s"
+    proc = subprocess.Popen(CRITWIN + ["sweep", "run", "--set", "d=16", "--set", "steps=1000000", "--set",
+                                       "batch_size=32", "--pack", "1", "--workers", "2", "--store", str(store),
+                                       "--no-progress"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(cpu_seconds(w) > 3 for w in pool_workers(proc.pid)):
+        time.sleep(0.2)
+    workers = pool_workers(proc.pid)
+    assert workers, "no worker started"
+    for w in workers:
+        os.kill(w, signal.SIGKILL)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3 and "Traceback" not in err, err
+    assert "1 cut short when a worker process died" in out and "had no resume state yet" in out, out
+    assert "from its resume state" not in out and not list(store.glob(".resume-*"))
