@@ -101,3 +101,22 @@ def test_a_malformed_dask_scheduler_address_is_one_line_naming_the_field(tmp_pat
     r = run(["sweep", "run", "--set", "steps=10", "--store", "s", "--executor", "dask", "--scheduler", address,
              "--no-progress"], tmp_path)
     one_line_error(r, f"scheduler={address!r}", "tcp://127.0.0.1:8786")
+
+
+@pytest.mark.parametrize("args,bad", [(["train", "anchor", "--d", "abc"], "argument --d: invalid int value: 'abc'"),
+                                      (["train", "anchor", "--device", "tpu"], "argument --device: invalid choice"),
+                                      (["sweep"], "required: COMMAND")])
+def test_an_argparse_mistake_is_one_line_with_a_help_hint(tmp_path, args, bad):
+    line = one_line_error(run(args, tmp_path), bad)
+    assert line.endswith(f"(see critwin {' '.join(a for a in args[:2] if not a.startswith('-'))} --help)"), line
+    assert "usage:" not in line
+
+
+def test_json_into_a_closed_pipe_ends_quietly(tmp_path):
+    """`critwin ... --json | head -1` where head has gone before the JSON is written."""
+    (tmp_path / "s").mkdir()
+    proc = subprocess.Popen(CRITWIN + ["runs", "progress", "--store", "s", "--json"], env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=tmp_path)
+    proc.stdout.close()                         # the reader is gone: every write meets a broken pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == "", err

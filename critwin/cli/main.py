@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import warnings
@@ -50,11 +51,18 @@ GROUPS = {
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose mistakes (a bad type, a choice not offered) are one line and a hint of
+    --help, not the usage block first; its sub-command parsers are of this class too."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(argv=None) -> argparse.ArgumentParser:
     """The whole parser, or (given argv) only the group argv names, fully built."""
     import importlib
-    parser = argparse.ArgumentParser(
-        prog="critwin", description="Predict and verify critical windows of training.")
+    parser = Parser(prog="critwin", description="Predict and verify critical windows of training.")
     groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
     wanted = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
     for name, (help_, desc, module, fn, metavar) in GROUPS.items():
@@ -67,6 +75,19 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Run a command; its exit code. Output into a pipe closed early (`critwin ... --json | head`)
+    ends quietly with 141, as a shell command killed by SIGPIPE does."""
+    try:
+        code = run_command(argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)      # so the flush at exit does not fail again
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + 13
+
+
+def run_command(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(argv).parse_args(argv)
     args.command_line = "critwin " + " ".join(shlex.quote(a) for a in argv)
