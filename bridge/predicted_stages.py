@@ -56,9 +56,14 @@ def context_features(episodes, blocks=BLOCKS) -> np.ndarray:
 
 
 def predict_stages(variant: str, hops: int | None = None, chemistries: int | None = 400, seed: int = 0,
-                   blocks=BLOCKS, times=None) -> dict:
+                   blocks=BLOCKS, times=None, n: int = 3) -> dict:
     """Fit the readout's flow on the training chemistries; the held-out event curves over flow
-    time; each stage's half-rise time, the order, final levels and the deepest dip of P(B|A)."""
+    time; each stage's time, the order, final levels and the deepest dip of P(B|A).
+
+    One timing rule: `stage_times` and `order` use the rule observed runs are timed by
+    (`stage_detection.stage_time`: the stage level, 0.95 for A and 0.90 otherwise, held for `n`
+    evaluations in a row, here points of the flow-time grid). `half_rise_times` are a second,
+    separate reading and never enter the order."""
     from critwin.empirical.metrics.evaluate import alchemy_events
     from critwin.empirical.tasks.alchemy import N_CLASSES, AlchemyTask
     task = AlchemyTask(variant, hops, seed, max_chemistries=chemistries)
@@ -70,13 +75,13 @@ def predict_stages(variant: str, hops: int | None = None, chemistries: int | Non
     curves = pd.DataFrame([{"t": t, **alchemy_events(flow.predict(X["test"], t), data.splits["test"])}
                            for t in times])
     from critwin.bridge.stage_detection import stage_time
-    stage_t = {k: stage_time(curves.t, curves[c].fillna(0.0), c, "threshold", 1) for k, c in STAGE_CURVES.items()}
+    stage_t = {k: stage_time(curves.t, curves[c].fillna(0.0), c, "threshold", n) for k, c in STAGE_CURVES.items()}
     cp_t = {k: stage_time(curves.t, curves[c].fillna(0.0), c, "changepoint") for k, c in STAGE_CURVES.items()}
     rise_t = {k: half_rise_time(curves.t, curves[c].fillna(0.0)) for k, c in STAGE_CURVES.items()}
     ba = curves["p_b_given_a"].to_numpy()
     dip = {"depth": float(ba[0] - np.nanmin(ba)), "t": float(curves.t[np.nanargmin(ba)])}
     return {"task": task.name, "variant": variant, "hops": hops, "chemistries": chemistries, "features": list(blocks),
-            "stage_times": stage_t, "changepoint_times": cp_t, "half_rise_times": rise_t, "order": stage_order({k: rise_t[k] for k in ("A", "B", "C") if np.isfinite(stage_t[k])}),
+            "stage_times": stage_t, "changepoint_times": cp_t, "half_rise_times": rise_t, "order": stage_order({k: stage_t[k] for k in ("A", "B", "C")}),
             "never": [k for k in ("A", "B", "C") if not np.isfinite(stage_t[k])],
             "final": {k: float(curves[c].iloc[-1]) for k, c in STAGE_CURVES.items()},
             "dip_b_given_a": dip if dip["depth"] >= 0.05 else None, "curves": curves}

@@ -427,9 +427,10 @@ def cmd_theory_stages(args):
              **{f"final_{k}": v for k, v in r["final"].items()},
              "dip_B|A": r["dip_b_given_a"]["depth"] if r["dip_b_given_a"] else 0.0} for r in results]
     text = [format_table(rows),
-            "t_X: flow time at which event X's held-out curve first reaches the stage level (0.95 for A, 0.90"
-            " otherwise; nan: never); rise_X: when it has risen half-way (nan: no rise); order: the stages that"
-            " reach their level, by rise_X (levels differ, so t_X can invert nested events). Only orders and"
+            "t_X: flow time from which event X's held-out curve stays at the stage level (0.95 for A, 0.90"
+            " otherwise) for 3 grid points in a row, the rule observed runs are timed by (nan: never); order:"
+            " the stages by t_X (levels differ, so t_X can invert nested events); rise_X: when it has risen"
+            " half-way (nan: no rise), a separate reading that the order does not use. Only orders and"
             " ratios are predictions. final_X below the level: the stage needs more than a linear readout of the"
             f" features {','.join(blocks)}."]
     payload = {"rows": rows, "features": list(blocks)}
