@@ -160,3 +160,18 @@ def test_bridge_stages_command_by_change_points(tmp_path, capsys):
     row = json.loads(capsys.readouterr().out)["rows"][0]
     assert row["task"] == "alchemy_composition_h2" and abs(row["obs_step_A"] - 1500) <= 150
     assert row["obs_step_C"] is None                        # C never rises
+
+
+def test_predicted_times_use_the_observed_rule():
+    """Stage times: the level (0.95 for A, 0.90 otherwise) held at 3 grid points in a row, found by hand;
+    the order is read from those times, not from the half-rise times."""
+    r = predict_stages("withheld", None, chemistries=20, times=np.geomspace(1e-2, 1e4, 40))
+    levels = {"A": ("event_a", 0.95), "B": ("event_b", 0.9), "C": ("event_c", 0.9),
+              "B|A": ("p_b_given_a", 0.9), "C|AB": ("p_c_given_ab", 0.9)}
+    for k, (col, tau) in levels.items():
+        ok = r["curves"][col].fillna(0.0).to_numpy() >= tau
+        hits = [i for i in range(len(ok) - 2) if ok[i] and ok[i + 1] and ok[i + 2]]
+        want = r["curves"].t.iloc[hits[0]] if hits else float("nan")
+        assert (np.isnan(want) and np.isnan(r["stage_times"][k])) or r["stage_times"][k] == want
+    done = sorted((v, k) for k, v in r["stage_times"].items() if k in ("A", "B", "C") and np.isfinite(v))
+    assert [x for x in r["order"].replace("=", "<").split(" < ") if x] == [k for _, k in done]

@@ -551,7 +551,7 @@ def cmd_stage_skill(args):
         res["runs"][cols].sort_values(["instance", "run_id"]).to_csv(out / "runs.csv", index=False, float_format="%.6g")
         import pandas as pd
         pd.DataFrame([{"instance": k, **{f"t_{s}": v["stage_times"][s] for s in ("A", "B|A", "C|AB")},
-                       "order": v["order"], "dip_B|A": v["dip_b_given_a"]["depth"], "dip_t": v["dip_b_given_a"]["t"],
+                       "event_order": v["order"], "dip_B|A": v["dip_b_given_a"]["depth"], "dip_t": v["dip_b_given_a"]["t"],
                        **{f"final_{s}": v["final"][s] for s in ("A", "B|A", "C|AB")}}
                       for k, v in res["predicted"].items()]).to_csv(out / "predicted.csv", index=False,
                                                                     float_format="%.6g")
