@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Measure the registered panel (registration.json) in its registered order, after the registration was committed:
 # each cell's own `critwin sweep run` (its whole onset curve, 54 runs), its runs in $STORE (outside the repository),
-# then its per-run outcomes in measured/<cell id>.csv. Resumable: finished runs are reused, measured cells skipped.
+# then its per-run outcomes in measured/<cell id>.csv. Resumable: finished runs are reused, cells with all 54 runs
+# skipped. `python3 measured.py STORE CELL_ID` exports a cell's finished runs at any time (a partial cell is
+# scored per run, not per cell).
 # Usage: STORE=runs/theory3 WORKERS=1 bash paper_checks/reports/theory3/measure.sh [CELL_ID ...]
 # Then:  critwin bridge score paper_checks/reports/theory3/registration.json paper_checks/reports/theory3/measured
 set -euo pipefail
@@ -16,7 +18,9 @@ if [ ${#CELLS[@]} -eq 0 ]; then
   mapfile -t CELLS < <("$PY" -c "import json,sys; [print(c['id']) for c in json.load(open(sys.argv[1]))['cells']]" "$HERE/registration.json")
 fi
 for cell in "${CELLS[@]}"; do
-  [ -f "$HERE/measured/$cell.csv" ] && { echo "$cell: measured already"; continue; }
+  if [ -f "$HERE/measured/$cell.csv" ] && [ "$(($(wc -l < "$HERE/measured/$cell.csv") - 1))" -ge 54 ]; then
+    echo "$cell: measured already"; continue
+  fi
   cmd=$("$PY" -c "import json,sys; print([c['measure'] for c in json.load(open(sys.argv[1]))['cells'] if c['id']==sys.argv[2]][0])" "$HERE/registration.json" "$cell")
   cmd="${cmd/--store runs\/theory3/--store $STORE}"
   cmd="${cmd/critwin /$CRITWIN }"

@@ -1,5 +1,6 @@
 """Export one panel cell's finished runs from a run store into measured/<cell id>.csv: onset, task instance, seed,
 final OOD accuracy, run id and the git commit that trained each run (to check it against the registration's).
+A cell still training exports the runs finished so far; `critwin bridge score` scores those per run only.
 
 Run: python3 paper_checks/reports/theory3/measured.py STORE CELL_ID
 """
@@ -22,7 +23,7 @@ def cell_runs(store: Path, cell: dict):
                 or windows[0][1] - windows[0][0] != cell["width"] or cfg["decay_form"] != "l2"):
             continue
         summ = json.loads((run / "summary.json").read_text())
-        if summ.get("status") != "done" or summ.get("steps_done") != cfg["steps"]:
+        if summ.get("status") != "complete" or summ.get("steps_done") != cfg["steps"]:
             continue
         env = json.loads((run / "environment.json").read_text())
         yield {"cell": cell["id"], "onset": int(windows[0][0]), "task_seed": cfg["task_seed"], "seed": cfg["seed"],
