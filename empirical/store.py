@@ -534,6 +534,10 @@ def _link_new(path: Path, blob: bytes) -> None:
         except BaseException:
             path.unlink(missing_ok=True)
             raise
+    except OSError as e:            # a full disk: name the claim that did not fit
+        if e.filename is None or str(e.filename) == str(tmp):
+            e.filename = str(path)
+        raise
     finally:
         tmp.unlink(missing_ok=True)
 

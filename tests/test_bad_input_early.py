@@ -89,7 +89,7 @@ def test_plasticity_refuses_a_curve_the_task_does_not_log_before_training(tmp_pa
 
 
 def test_plasticity_defaults_to_the_tasks_own_curve(tmp_path):
-    r = run(PLASTICITY + ["--json", "--out", "o"], tmp_path, timeout=300)
+    r = run(PLASTICITY + ["--json", "--out", "o", "--start", "10"], tmp_path, timeout=300)
     assert r.returncode == 0, r.stderr
     import json
     table = json.loads(r.stdout)["table"]

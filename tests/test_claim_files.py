@@ -90,6 +90,7 @@ def test_a_full_disk_leaves_no_claim_file_and_the_run_trains_once_space_is_freed
     cmd = CRITWIN + TRAIN + ["--store", str(store)]
     r = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
     assert r.returncode == 1 and "Traceback" not in r.stderr and "No space left" in r.stderr, r.stderr
+    assert f"({store / CLAIM_PREFIX}" in r.stderr, r.stderr            # names the claim that did not fit
     assert len(r.stderr.strip().splitlines()) == 1
     assert not [p.name for p in store.iterdir()], "a full disk left files in the store"
     filler.unlink()
