@@ -163,6 +163,20 @@ class StageReached:
         return f"StageReached({self.metric!r}, {self.split!r}, n={self.n})"
 
 
+class StagesReached:
+    """A pause rule like `StageReached`, true once every stage of `metrics` has completed (the paper-form S6's
+    frozen runs: both later stages timed, training on cannot move either)."""
+
+    def __init__(self, metrics, split: str = "test", n: int = 3):
+        self.rules = [StageReached(m, split, n) for m in metrics]
+
+    def __call__(self, rows) -> bool:
+        return all(r(rows) for r in self.rules)
+
+    def __repr__(self) -> str:
+        return "StagesReached(" + ", ".join(repr(r.metric) for r in self.rules) + ")"
+
+
 NOT_CONDITION = {"run_id", "step", "split", "metric", "value", "seed", "task_seed"}
 
 

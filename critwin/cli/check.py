@@ -25,7 +25,35 @@ def _fmt_row(r: dict) -> dict:
     return out
 
 
+def cmd_paper_form(args):
+    """S6 in the paper's form (paper_checks/s6_paper.py): the runs of a registered protocol, a dry run listing
+    them, or (--no-train) the verdict from the store."""
+    from critwin.paper_checks import s6_paper
+    if [i.upper() for i in args.id] != ["S6"]:
+        raise ConfigError("paper_form", args.paper_form, "with the one check id S6")
+    protocol = s6_paper.protocol_named(args.paper_form)
+    store = RunStore(args.store)
+    if args.dry_run:
+        text = s6_paper.dry_run(protocol, store, args.seeds, args.device, 1.0 if protocol.size == "cpu" else 75.0)
+        return {"dry_run": text}, text
+    if args.train:
+        with executor_from(args) as ex:
+            s6_paper.train(protocol, store, ex, not args.no_progress, args.seeds, args.device)
+    else:
+        store.require()
+    res = s6_paper.result(protocol, store, args.seeds, args.device)
+    if args.results:
+        res["result_file"] = str(write_result(res, args.results, args.command_line))
+    text = [f"{res['id']} | {res['claim']}", format_table([_fmt_row(r) for r in res["rows"]]) if res["rows"] else "",
+            f"verdict: {res['verdict']}"]
+    return res, "\n".join(text)
+
+
 def cmd_check(args):
+    if getattr(args, "paper_form", None):
+        return cmd_paper_form(args)
+    if getattr(args, "dry_run", False):
+        raise ConfigError("dry_run", True, "with --paper-form (S6 in the paper's form)")
     named = [i.upper() for i in args.id]
     ids = [i for i in CHECKS if args.size in CHECKS[i].sizes] if named == ["ALL"] else list(dict.fromkeys(named))
     for i in ids:
@@ -119,6 +147,12 @@ def register(parser):
                              " (labelled)")
     parser.add_argument("--freeze-points", type=int, default=None,
                         help="S6 only: this many freeze steps, evenly spaced, instead of the protocol's 9 (labelled)")
+    parser.add_argument("--paper-form", choices=("stone_cpu", "authors"), default=None,
+                        help="S6 only: the paper's form (freeze from A's completion, every 10 epochs; time B given A and"
+                             " C given A,B): stone_cpu (registered: stone tokens, cpu size, 100 epochs, 3 seeds) or"
+                             " authors (the authors' recipe, 1000 epochs, 25 freeze points); resumable")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="with --paper-form: list the runs (and what the store has) without training")
     parser.add_argument("--variant", action="append", dest="variants", metavar="NAME",
                         help="train only this variant's runs (repeatable; e.g. 'constant 0.01' of W11, or a"
                              " condition of S1-S5 such as 'decomposition h2' of S4); the verdict reads every"

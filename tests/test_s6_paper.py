@@ -1,0 +1,216 @@
+"""S6 in the paper's form: freeze points from a hand-built baseline curve, delays against hand-built frozen curves,
+censoring, and the registered verdict rule on hand-built delays (no training)."""
+import math
+
+import numpy as np
+import pytest
+
+from critwin.bridge.stage_detection import StagesReached, stage_timing
+from critwin.paper_checks.s6_paper import (
+    PROTOCOLS,
+    Protocol,
+    either_stage,
+    freeze_epochs,
+    judge,
+    over_seeds,
+    point_status,
+    stage_delay,
+    stage_window,
+)
+
+SPE = 10                                       # steps an epoch in the hand-built curves (one evaluation an epoch)
+P = Protocol("tiny", "cpu", None, 60, 4)       # 60 epochs, freeze at t_A + 0, 10, 20, 30
+
+
+def curve(rise_epoch, epochs=60, low=0.3, high=0.97, spike=None):
+    """One evaluation an epoch (step = epoch * SPE): `low` before `rise_epoch`, `high` from it (never: None)."""
+    ep = np.arange(epochs + 1)
+    v = np.where(ep >= (rise_epoch if rise_epoch is not None else epochs + 1), high, low).astype(float)
+    if spike is not None:
+        v[spike] = high
+    return ep * SPE, v
+
+
+def timing(metric, rise_epoch, epochs=60, **kw):
+    s, v = curve(rise_epoch, epochs, **kw)
+    return stage_timing(s, v, metric, SPE, P.epochs)
+
+
+def test_freeze_points_from_a_hand_built_baseline():
+    # A at 0.97 from epoch 7; isolated spikes earlier do not count (three in a row)
+    t_a = timing("event_a", 7, spike=[2, 4])
+    assert not t_a["censored"] and t_a["epoch"] == 7
+    assert freeze_epochs(t_a["epoch"], P) == [7, 17, 27, 37]
+    # points at or past the protocol's end are dropped; A never complete: no freeze points
+    assert freeze_epochs(35, P) == [35, 45, 55]
+    assert freeze_epochs(float("nan"), P) == []
+    # A at 0.94 never completes A (level 0.95) but would complete a 0.9 stage
+    s, v = curve(5, high=0.94)
+    assert stage_timing(s, v, "event_a", SPE, 60)["censored"]
+    assert not stage_timing(s, v, "p_b_given_a", SPE, 60)["censored"]
+    # the registered protocols
+    assert (PROTOCOLS["stone_cpu"].epochs, PROTOCOLS["stone_cpu"].points, PROTOCOLS["stone_cpu"].seeds) == (100, 8, 3)
+    assert freeze_epochs(1, PROTOCOLS["stone_cpu"]) == [1, 11, 21, 31, 41, 51, 61, 71]
+    assert freeze_epochs(68, PROTOCOLS["authors"])[-1] == 308       # the authors' held-out seed 42: 68 .. 308
+
+
+def test_delays_against_hand_built_frozen_curves():
+    base = timing("p_b_given_a", 20)
+    assert base["epoch"] == 20
+    # frozen from epoch 7: completes at 35 -> 15 epochs late, in the window
+    d = stage_delay(base, timing("p_b_given_a", 35), 7)
+    assert d == {"kind": "complete", "delay": 15.0, "lower_bound": False} and point_status(d, 10) == "in"
+    # frozen from 17: completes at 24 -> 4 epochs, closed
+    d = stage_delay(base, timing("p_b_given_a", 24), 17)
+    assert d["delay"] == 4 and point_status(d, 10) == "closed"
+    # frozen at or after the baseline's completion: inherited 0 whatever the frozen curve does
+    d = stage_delay(base, timing("p_b_given_a", None), 20)
+    assert d["kind"] == "inherited" and d["delay"] == 0 and point_status(d, 10) == "inherited"
+    # the frozen run's curve holds the baseline's prefix (a branch), so a rise continuing across the freeze counts
+    s, v = curve(19)
+    assert stage_timing(s, v, "p_b_given_a", SPE, 60)["epoch"] == 19
+
+
+def test_censoring_frozen_and_baseline():
+    base = timing("p_c_given_ab", 45)
+    # frozen from 27, never complete by epoch 60: delay >= 15, a lower bound past 10 -> in the window
+    fro = timing("p_c_given_ab", None)
+    assert fro["censored"] and fro["epoch_reached"] == 60
+    d = stage_delay(base, fro, 27)
+    assert d["kind"] == "censored" and d["lower_bound"] and d["delay"] == 15 and point_status(d, 10) == "in"
+    # baseline completes at 55: a frozen run censored at 60 bounds the delay by 5 only -> undecided
+    late = timing("p_c_given_ab", 55)
+    d = stage_delay(late, fro, 37)
+    assert d["delay"] == 5 and point_status(d, 10) == "undecided"
+    # a frozen run paused at epoch 30 (still training) is censored where it stopped
+    s, v = curve(None)
+    cut = stage_timing(s[:31], v[:31], "p_c_given_ab", SPE, 60)
+    assert cut["epoch_reached"] == 30
+    # baseline censored: no delay, whatever the frozen run does
+    d = stage_delay(timing("p_c_given_ab", None), timing("p_c_given_ab", 30), 7)
+    assert d["kind"] == "baseline censored" and math.isnan(d["delay"]) and point_status(d, 10) == "baseline censored"
+    assert d["epoch_reached"] == 60 and d["protocol_epochs"] == 60
+
+
+def test_stages_reached_pause_rule():
+    rows = [(e * SPE, "test", m, 0.95 if e >= 3 else 0.2) for e in range(8) for m in ("p_b_given_a",)]
+    rows += [(e * SPE, "test", "p_c_given_ab", 0.95 if e >= 6 else 0.2) for e in range(8)]
+    rule = StagesReached(("p_b_given_a", "p_c_given_ab"))
+    assert not rule([r for r in rows if r[0] <= 7 * SPE])        # C given A,B: 6, 7 only two in a row
+    assert rule(rows + [(8 * SPE, "test", "p_c_given_ab", 0.95)])
+
+
+def _d(kind, delay=math.nan, lower=False, reached=None):
+    out = {"kind": kind, "delay": delay, "lower_bound": lower}
+    if reached is not None:
+        out.update(epoch_reached=reached, protocol_epochs=100)
+    return out
+
+
+def test_stage_window_statuses_and_lengths():
+    # in at 1 and 11, closed from 21: a window of 20 epochs, closing at 21
+    w = stage_window([(1, _d("censored", 80, True, 100)), (11, _d("complete", 30)), (21, _d("complete", 3)),
+                      (31, _d("inherited", 0.0))], 10)
+    assert w["status"] == "window" and w["length"] == 20 and w["closes_at"] == 21 and not w["length_censored"]
+    # in the window up to the last non-inherited point: closes at the next point, inherited (not censored)
+    w = stage_window([(1, _d("complete", 15)), (11, _d("inherited", 0.0))], 10)
+    assert w["status"] == "window" and w["length"] == 10 and w["closes_at"] == 11 and not w["length_censored"]
+    # in up to the last freeze point: a lower bound
+    w = stage_window([(1, _d("complete", 15)), (11, _d("censored", 40, True, 100))], 10)
+    assert w["status"] == "window" and w["length"] == 20 and w["length_censored"]
+    # every non-inherited point closed: none
+    w = stage_window([(1, _d("complete", 2)), (11, _d("complete", 0)), (21, _d("inherited", 0.0))], 10)
+    assert w["status"] == "none" and w["length"] == 0
+    # baseline censored: inconclusive, carrying the censoring
+    w = stage_window([(1, _d("baseline censored", reached=100)), (11, _d("baseline censored", reached=100))], 10)
+    assert w["status"] == "inconclusive" and w["why"] == "censored" and len(w["censored"]) == 2
+    # undecided with none in the window: inconclusive; every point inherited: not testable
+    w = stage_window([(1, _d("complete", 1)), (91, _d("censored", 5, True, 100))], 10)
+    assert w["status"] == "inconclusive"
+    w = stage_window([(1, _d("inherited", 0.0))], 10)
+    assert w["status"] == "inconclusive" and "first freeze point" in w["why"]
+    # a run not read yet keeps it open
+    w = stage_window([(1, _d("complete", 1)), (11, _d("missing"))], 10)
+    assert w["status"] == "inconclusive" and w["why"] == "runs missing"
+
+
+def _windows(table):
+    """(component, stage, seed) -> stage_window from compact specs: 'w<len>' window closing, 'W<len>' window
+    censored at its length, 'n' none, 'c' baseline censored."""
+    out = {}
+    for (c, st, s), spec in table.items():
+        if spec == "n":
+            pts = [(1, _d("complete", 0))]
+        elif spec == "c":
+            pts = [(1, _d("baseline censored", reached=100))]
+        elif spec[0] == "w":
+            k = int(spec[1:]) // 10
+            pts = [(1 + 10 * i, _d("complete", 30)) for i in range(k)] + [(1 + 10 * k, _d("complete", 0))]
+        else:
+            k = int(spec[1:]) // 10
+            pts = [(1 + 10 * i, _d("censored", 50, True, 100)) for i in range(k)]
+        out[(c, st, s)] = stage_window(pts, 10)
+    return out
+
+
+def _table(spec):
+    """spec: component -> (B given A per seed, C given A,B per seed)."""
+    return {(c, st, s): v for c, (b, cc) in spec.items()
+            for st, vals in (("p_b_given_a", b), ("p_c_given_ab", cc)) for s, v in enumerate(vals)}
+
+
+def test_verdict_rule_reproduced_not_reproduced_inconclusive():
+    layers = ["layer0", "layer1"]
+    # every layer has a window (B given A) on 2 of 3 seeds; the third is censored: reproduced
+    w = _windows(_table({"embedding": (["w10", "w10", "c"], ["n", "n", "n"]),
+                         "layer0": (["w20", "w30", "c"], ["n", "n", "n"]),
+                         "layer1": (["n", "w20", "c"], ["w10", "n", "n"])}))
+    j = judge(w, layers, 3, 100)
+    assert j["per_seed"][("layer1", 0)] == "window"         # through C given A,B
+    assert j["per_component"] == {"embedding": "window", "layer0": "window", "layer1": "window"}
+    assert j["claim"] == "reproduced" and j["layers_with_window"] == "2 of 2" and j["fraction_decided"] == 1.0
+    assert j["longer"]["verdict"] == "reproduced"            # layer0 20, 30 >= 10, 10 (B given A); layer1 shares B given A windows with the embedding on one seed only: not compared
+    # layer 1 has none on 2 seeds: not reproduced
+    w = _windows(_table({"embedding": (["w10"] * 3, ["n"] * 3), "layer0": (["w20"] * 3, ["n"] * 3),
+                         "layer1": (["n", "n", "w10"], ["n", "n", "n"])}))
+    j = judge(w, layers, 3, 100)
+    assert j["per_component"]["layer1"] == "none" and j["claim"] == "not reproduced" and j["fraction_decided"] == 0.5
+    # layer 1: one window, one none, one censored: inconclusive, naming the censoring
+    w = _windows(_table({"embedding": (["w10"] * 3, ["n"] * 3), "layer0": (["w20"] * 3, ["n"] * 3),
+                         "layer1": (["w10", "n", "c"], ["n", "n", "c"])}))
+    j = judge(w, layers, 3, 100)
+    assert j["per_component"]["layer1"] == "inconclusive"
+    assert j["claim"] == "inconclusive (censored at epoch 100 of the protocol's 100 (1e+02%))"
+
+
+def test_verdict_rule_layers_against_the_embedding():
+    layers = ["layer0"]
+    # the layer's window shorter than the embedding's on every seed: not reproduced
+    w = _windows(_table({"embedding": (["w30"] * 3, ["n"] * 3), "layer0": (["w10"] * 3, ["n"] * 3)}))
+    assert judge(w, layers, 3, 100)["longer"]["verdict"] == "not reproduced"
+    # both windows run to the last freeze point: lengths censored, inconclusive
+    w = _windows(_table({"embedding": (["W40"] * 3, ["n"] * 3), "layer0": (["W40"] * 3, ["n"] * 3)}))
+    j = judge(w, layers, 3, 100)
+    assert j["claim"] == "reproduced" and j["longer"]["verdict"].startswith("inconclusive")
+    # a layer's censored bound already past the embedding's decided length: yes
+    w = _windows(_table({"embedding": (["w10"] * 3, ["n"] * 3), "layer0": (["W40"] * 3, ["n"] * 3)}))
+    assert judge(w, layers, 3, 100)["longer"]["verdict"] == "reproduced"
+
+
+def test_combining_stages_and_seeds():
+    assert either_stage(["none", "window"]) == "window"
+    assert either_stage(["none", "none"]) == "none"
+    assert either_stage(["none", "inconclusive"]) == "inconclusive"
+    assert over_seeds(["window", "window", "none"], 2) == "window"
+    assert over_seeds(["none", "inconclusive", "none"], 2) == "none"
+    assert over_seeds(["window", "none", "inconclusive"], 2) == "inconclusive"
+
+
+@pytest.mark.parametrize("name", ["stone_cpu", "authors"])
+def test_dry_run_lists_the_runs_without_training(tmp_path, name):
+    from critwin.empirical import RunStore
+    from critwin.paper_checks.s6_paper import dry_run
+    store = RunStore(tmp_path / "store")
+    text = dry_run(PROTOCOLS[name], store)
+    assert text.count("probe") >= 3 and "at most" in text
+    assert not any((tmp_path / "store").glob("*/summary.json"))
