@@ -214,3 +214,55 @@ def test_dry_run_lists_the_runs_without_training(tmp_path, name):
     text = dry_run(PROTOCOLS[name], store)
     assert text.count("probe") >= 3 and "at most" in text
     assert not any((tmp_path / "store").glob("*/summary.json"))
+
+
+class _FakeStore:
+    """A store whose runs are hand-built held-out curves: run id -> (metrics frame, step, steps, status)."""
+
+    def __init__(self):
+        self.runs = {}
+
+    def so_far(self, rid):
+        return self.runs.get(rid)
+
+    def status(self, rid):
+        got = self.runs.get(rid)
+        return None if got is None else got[3]
+
+
+def _frame(spe, epochs, rises):
+    import pandas as pd
+    rows = [(e * spe, "test", m, 0.97 if (r is not None and e >= r) else 0.3)
+            for m, r in rises.items() for e in range(epochs + 1)]
+    return pd.DataFrame(rows, columns=["step", "split", "metric", "value"])
+
+
+def test_measure_and_verdict_on_a_hand_built_store():
+    from dataclasses import replace
+
+    from critwin.paper_checks.s6_paper import plan, result
+    prot = replace(PROTOCOLS["stone_cpu"], seeds=1)
+    store = _FakeStore()
+    p = plan(prot, store)
+    spe, r = p["spe"], p["per_seed"][0]
+    assert r["t_a"] is None and not r["branches"]           # no probe yet: nothing else planned
+    store.runs[r["probe"].run_id()] = (_frame(spe, 3, {"event_a": 1}), 3 * spe, prot.epochs * spe, "paused")
+    r = plan(prot, store)["per_seed"][0]
+    assert r["t_a"] == 1 and r["freeze_epochs"] == [1, 11, 21, 31, 41, 51, 61, 71]
+    assert r["baseline"].checkpoints == tuple(f * spe for f in r["freeze_epochs"])
+    base = {"event_a": 1, "p_b_given_a": 20, "p_c_given_ab": 8}
+    store.runs[r["baseline"].run_id()] = (_frame(spe, 100, base), 100 * spe, 100 * spe, "complete")
+    r = plan(prot, store)["per_seed"][0]
+    assert sorted({f for _, f in r["branches"]}) == [1, 11]  # later points inherit both stages
+    bl = {("embedding", 1): 25, ("embedding", 11): 25, ("layer0", 1): None, ("layer0", 11): None,
+          ("layer1", 1): 40, ("layer1", 11): 22}
+    assert "incomplete" in result(prot, store)["verdict"]
+    for (c, f), cfg in r["branches"].items():
+        curve = _frame(spe, 100, {**base, "p_b_given_a": bl[(c, f)]})
+        store.runs[cfg.run_id()] = (curve, 100 * spe, 100 * spe, "complete")
+    res = result(prot, store)
+    assert res["verdict"].startswith("reproduced (2 of 2 layers with a window")
+    d = {(x["component"], x["stage"], x["freeze_epoch"]): x for x in res["delays"]}
+    assert d[("layer0", "p_b_given_a", 1)]["delay"] == 80 and d[("layer0", "p_b_given_a", 1)]["lower_bound"]
+    assert d[("embedding", "p_b_given_a", 11)]["status"] == "closed"
+    assert d[("layer1", "p_c_given_ab", 11)]["kind"] == "inherited"
