@@ -308,12 +308,10 @@ def _row(name, base, sub, base_err, model_err, undecided, resamples, seed, error
     return row
 
 
-def stage_skill(export, times=None, chemistries: int | None = None, split: str = "test", n: int = 3,
+def stage_skill(index, metrics, times=None, chemistries: int | None = None, split: str = "test", n: int = 3,
                 resamples: int = 2000, seed: int = 0) -> dict:
-    """The whole comparison on an export folder (`run_export`): {'runs': per-run frame, 'table': skill table,
-    'predicted': per task instance the predicted times, order and dip}."""
-    from critwin.paper_checks.run_export import read_export
-    index, metrics, _ = read_export(export)
+    """The whole comparison on an export's runs (the index and metrics frames of `run_export.read_export`):
+    {'runs': per-run frame, 'table': skill table, 'predicted': per task instance the predicted times, order and dip}."""
     observed = observed_intervals(index, metrics, split, n)
     predicted = predictions(observed, times, chemistries, n)
     runs = per_run(observed, predicted)

@@ -535,7 +535,9 @@ def cmd_stage_skill(args):
 
     from critwin.bridge.stage_skill import stage_skill
     from critwin.bridge.table import format_table
-    res = stage_skill(args.export, chemistries=args.chemistries or None, resamples=args.resamples, seed=args.seed)
+    from critwin.paper_checks.run_export import read_export
+    index, metrics, _ = read_export(args.export)
+    res = stage_skill(index, metrics, chemistries=args.chemistries or None, resamples=args.resamples, seed=args.seed)
     payload = {"table": res["table"].to_dict(orient="records"), "predicted": res["predicted"]}
     text = [format_table(res["table"].to_dict(orient="records")),
             "one timing rule for model and runs: the stage level (0.95 for A, 0.90 for P(B|A), P(C|A,B)) held for 3"
