@@ -18,7 +18,7 @@ from dataclasses import replace
 import torch
 
 from bench_engine import matmul_peak, per_step, seconds, step_flops
-from critwin.bridge.table import format_table
+from critwin.table import format_table
 from critwin.empirical import train
 from critwin.empirical.metrics import evaluate_split
 from critwin.empirical.presets import alchemy_flat

@@ -23,7 +23,7 @@ from dataclasses import replace
 import torch
 
 from bench_engine import matmul_peak, per_step, step_flops
-from critwin.bridge.table import format_table
+from critwin.table import format_table
 from critwin.empirical import train
 from critwin.empirical.engine import train_pack
 from critwin.empirical.presets import alchemy_flat

@@ -14,7 +14,7 @@ from critwin.bridge.compare import compare
 from critwin.bridge.fit import fit_store
 from critwin.bridge.observed import QUANTITIES
 from critwin.paper_checks.report import build_report
-from critwin.bridge.table import format_table
+from critwin.table import format_table
 from critwin.empirical import load_runs, load_summaries
 
 

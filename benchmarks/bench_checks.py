@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from critwin.bridge.table import format_table
+from critwin.table import format_table
 from critwin.empirical import RunStore
 from critwin.empirical.sweep import LocalExecutor
 from critwin.paper_checks import CHECKS, train_checks

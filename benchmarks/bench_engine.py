@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from critwin.bridge.table import format_table
+from critwin.table import format_table
 from critwin.empirical import TrainConfig, train
 from critwin.empirical.engine import train_pack
 from critwin.empirical.loop import eval_splits

@@ -19,7 +19,7 @@ from multiprocessing import get_context
 import torch
 
 from bench_engine import matmul_peak, per_step
-from critwin.bridge.table import format_table
+from critwin.table import format_table
 from critwin.empirical import TrainConfig, train
 from critwin.empirical.engine import train_pack
 

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from critwin.bridge.table import format_table
+from critwin.table import format_table
 from critwin.theory import (Schedule, StylisedSetting, basin, build_problem, derive, init_params,
                             integrate_flow, predict, run_discrete)
 from critwin.theory.derive import derive as derive_uncached

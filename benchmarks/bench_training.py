@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from critwin.bridge.table import format_table
+from critwin.table import format_table
 from critwin.empirical import TrainConfig, train
 from critwin.empirical.presets import alchemy_flat
 from critwin.empirical.sweep import config_from_flat

@@ -32,7 +32,7 @@ from dataclasses import replace
 
 import torch
 
-from critwin.bridge.table import format_table
+from critwin.table import format_table
 from critwin.empirical.engine import build_pack
 from critwin.empirical.loop import Member
 from critwin.empirical.presets import PAPER_EPOCHS, alchemy_flat, steps_per_epoch

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from critwin.bridge import figures
+from critwin import figures
 from critwin.bridge.panel import at_onset, method_curve
 from critwin.bridge.skill import COMPOSES, crossing
-from critwin.bridge.table import format_table
+from critwin.table import format_table
 from critwin.empirical import RunStore, load_summaries
 from critwin.empirical.sweep import LocalExecutor, config_from_flat, run_sweep
 from critwin.errors import ConfigError

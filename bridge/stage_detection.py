@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from critwin.errors import ConfigError
+from critwin.table import condition_columns
 
 
 def _check_curve(steps, curve):
@@ -175,17 +176,6 @@ class StagesReached:
 
     def __repr__(self) -> str:
         return "StagesReached(" + ", ".join(repr(r.metric) for r in self.rules) + ")"
-
-
-NOT_CONDITION = {"run_id", "step", "split", "metric", "value", "seed", "task_seed"}
-
-
-def condition_columns(runs) -> list[str]:
-    """The config columns that tell conditions apart: task, hops and every other field that
-    varies across the runs, except the seeds (seeds are what a condition summarises over)."""
-    cols = [c for c in runs.columns if c not in NOT_CONDITION]
-    vary = [c for c in cols if runs[c].map(repr).nunique() > 1]
-    return [c for c in ("task", "hops") if c in cols] + [c for c in vary if c not in ("task", "hops")]
 
 
 def detect_store(store, metrics=("event_a", "event_b", "event_c", "p_b_given_a"), split: str = "test",

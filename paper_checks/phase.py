@@ -149,7 +149,7 @@ def predictions(grid: PhaseGrid, methods=("recipe", "reduced"), threshold: float
 
 
 def render(pm: PhaseMap) -> str:
-    from critwin.bridge.table import format_table
+    from critwin.table import format_table
     g = pm.grid
     text = [f"Final OOD over decay x onset (reading {g.reading.label}, width {g.scaled().width},"
             f" {g.scaled().steps} steps, {g.scaled().task_seeds} task instances x {g.scaled().seeds} seeds):"]

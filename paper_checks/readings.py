@@ -185,7 +185,7 @@ def score(per_run: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def render(res: ReadingsResult, top_rows: int = 1) -> str:
     """The ranking (both hypotheses) and the per-claim rows of the best reading(s)."""
-    from critwin.bridge.table import format_table
+    from critwin.table import format_table
     rank = res.ranking.to_dict(orient="records")
     text = ["Readings ranked by the mean |measured - paper| over the rows measured under every reading"
             " (common_rows; within: of those, rows inside the check's tolerance); score_all / within_all: over"

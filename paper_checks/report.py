@@ -4,11 +4,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from critwin.bridge import figures
+from critwin import figures
 from critwin.bridge.compare import as_frame, compare
 from critwin.bridge.fit import fit_columns, fit_store, fit_summary
 from critwin.bridge.observed import QUANTITIES
-from critwin.bridge.table import format_table
+from critwin.table import format_table
 from critwin.empirical import RunStore, load_summaries
 from critwin.paper_checks import CHECKS
 from critwin.paper_checks.base import DEFAULT_READING, scaled_reading_label

@@ -203,7 +203,7 @@ def test_check_device_option_moves_every_run_and_is_validated():
 def test_check_figure_puts_each_quantity_on_its_own_axis(tmp_path, monkeypatch):
     """Accuracies, the check's metric (steps) and a counted row each get a panel; a row not yet
     measured stays with the metric, not on the 0-1 axis."""
-    from critwin.bridge import figures
+    from critwin import figures
     seen = {}
     monkeypatch.setattr(figures, "_save", lambda fig, path: seen.setdefault("fig", fig) and path)
     result = {"id": "X", "verdict": "v", "metric": "test_reach_step", "rows": [

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from critwin.bridge import figures
+from critwin import figures
 from critwin.bridge.baselines import BASELINES
 from critwin.bridge.compare import as_frame, compare
 from critwin.bridge.observed import QUANTITIES
@@ -12,7 +12,7 @@ from critwin.bridge.predicted_stages import (
     compare_stages,
     predict_stages,
 )
-from critwin.bridge.table import format_table
+from critwin.table import format_table
 from critwin.cli.common import (
     add_store_args,
     attach_figure,
@@ -503,7 +503,7 @@ def register(sub):
 
 def cmd_bridge_stages(args):
     from critwin.bridge.stage_detection import detect_store
-    from critwin.bridge.table import format_table
+    from critwin.table import format_table
     from critwin.empirical import RunStore
     RunStore(args.store).require()
     _, observed = detect_store(args.store, tuple(STAGE_METRICS.values()), "test", args.method, args.n,
@@ -524,7 +524,7 @@ def cmd_bridge_stages(args):
                     f" {res['spearman']:.2f}; fitted {res['steps_per_flow_time']:.3g} steps per unit of flow"
                     f" time, log residual sd {res['log_residual_sd']:.2f}")
     if res["pairs"]:
-        from critwin.bridge.figures import plot_stage_times
+        from critwin.figures import plot_stage_times
         from critwin.cli.common import attach_figure
         attach_figure(args, "stage_times.png", lambda path: plot_stage_times(res, path), res, text)
     return res, "\n".join(text)
@@ -534,8 +534,8 @@ def cmd_stage_skill(args):
     from pathlib import Path
 
     from critwin.bridge.stage_skill import stage_skill
-    from critwin.bridge.table import format_table
     from critwin.paper_checks.run_export import read_export
+    from critwin.table import format_table
     index, metrics, _ = read_export(args.export)
     res = stage_skill(index, metrics, chemistries=args.chemistries or None, resamples=args.resamples, seed=args.seed)
     payload = {"table": res["table"].to_dict(orient="records"), "predicted": res["predicted"]}

@@ -1,8 +1,8 @@
 """Handlers of `critwin check ID|all`: run paper checks and write their result tables."""
 from __future__ import annotations
 
-from critwin.bridge.figures import plot_check
-from critwin.bridge.table import format_table
+from critwin.figures import plot_check
+from critwin.table import format_table
 from critwin.cli.common import add_executor_args, executor_from
 from critwin.cli.train import add_reading_args
 from critwin.empirical import RunStore

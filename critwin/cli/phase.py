@@ -15,7 +15,7 @@ from critwin.paper_checks.readings import Reading
 def cmd_phase(args):
     from pathlib import Path
 
-    from critwin.bridge.figures import plot_phase
+    from critwin.figures import plot_phase
     from critwin.cli.common import executor_from
     from critwin.empirical import RunStore
     grid = PhaseGrid(Reading.parse(args.reading), tuple(args.gamma), tuple(args.wd), tuple(args.onsets),

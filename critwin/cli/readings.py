@@ -17,7 +17,7 @@ from critwin.paper_checks.readings import (
 
 
 def cmd_readings(args):
-    from critwin.bridge.figures import plot_readings
+    from critwin.figures import plot_readings
     from critwin.cli.common import executor_from
     from critwin.empirical import RunStore
     readings = [Reading.parse(t) for t in args.reading] if args.reading else list(DEFAULT_READINGS)

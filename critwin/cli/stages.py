@@ -19,7 +19,7 @@ from critwin.errors import ConfigError
 def cmd_stages(args):
     from pathlib import Path
 
-    from critwin.bridge.table import format_table
+    from critwin.table import format_table
     from critwin.empirical import RunStore, load_runs
     RunStore(args.store).require()
     metrics = tuple(m.strip() for m in args.metric.split(","))
@@ -35,7 +35,7 @@ def cmd_stages(args):
             f"wrote {out}/stages.csv and stages_per_run.csv"]
     payload = {"summary": summary.to_dict(orient="records"), "per_run": per_run.to_dict(orient="records")}
     if not args.no_figure:
-        from critwin.bridge.figures import plot_stage_curves
+        from critwin.figures import plot_stage_curves
         sel = runs[(runs.split == args.split) & runs.metric.isin(metrics)]
         payload["figure"] = str(plot_stage_curves(sel, per_run, out / "stages.png"))
         text.append(f"figure: {payload['figure']} (curves per condition, mean over seeds; dashed: median stage time)")
@@ -108,7 +108,7 @@ def plasticity_plan(args, store):
 def cmd_plasticity(args):
     from pathlib import Path
 
-    from critwin.bridge.table import format_table
+    from critwin.table import format_table
     from critwin.cli.common import executor_from
     from critwin.empirical import RunStore
     store = RunStore(args.store)
@@ -150,7 +150,7 @@ def cmd_plasticity(args):
                 f" never reached = end of training); wrote {out / 'plasticity.csv'}")
     payload = {"table": table.to_dict(orient="records"), "windows": windows, "baseline_never_completes": never}
     if len(table) and not args.no_figure:
-        from critwin.bridge.figures import plot_plasticity
+        from critwin.figures import plot_plasticity
         payload["figure"] = str(plot_plasticity(table, args.delay, out / "plasticity.png"))
         text.append(f"figure: {payload['figure']}")
     return payload, "\n".join(text)

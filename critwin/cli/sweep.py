@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from critwin.bridge.table import format_table
+from critwin.table import format_table
 from critwin.cli.common import add_executor_args, executor_from
 from critwin.empirical import RunStore
 from critwin.empirical.sweep import (

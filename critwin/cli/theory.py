@@ -8,9 +8,9 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from critwin import theory as th
-from critwin.bridge import figures
+from critwin import figures
 from critwin.bridge.predicted_stages import BLOCKS, predict_stages
-from critwin.bridge.table import format_table
+from critwin.table import format_table
 from critwin.cli.common import attach_figure, figure_args
 from critwin.errors import ConfigError
 from critwin.schedules import PLACEMENTS, parse_window
@@ -416,7 +416,7 @@ def register(sub):
 
 def cmd_theory_stages(args):
 
-    from critwin.bridge.table import format_table
+    from critwin.table import format_table
     blocks = tuple(b.strip() for b in args.features.split(","))
     hops = args.hops or ([None] if args.task == "withheld" else [2, 3, 4, 5])
     if args.task == "withheld" and hops != [None]:
@@ -440,7 +440,7 @@ def cmd_theory_stages(args):
         pd.concat([r["curves"].assign(task=r["task"]) for r in results]).to_csv(out, index=False)
         payload["curves_csv"] = str(out)
         text.append(f"wrote the predicted curves to {out}")
-    from critwin.bridge.figures import plot_predicted_stages
+    from critwin.figures import plot_predicted_stages
     from critwin.cli.common import attach_figure
     attach_figure(args, f"predicted_stages_{args.task}.png", lambda path: plot_predicted_stages(results, path),
                   payload, text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from critwin.bridge.stage_detection import StageReached
-from critwin.bridge.table import format_table
+from critwin.table import format_table
 from critwin.empirical import RunStore, TrainConfig, train
 from critwin.empirical.config import DEVICES, PRECISIONS
 from critwin.empirical.config import PAPER_READING

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from critwin.bridge.figures import plot_held_share
+from critwin.figures import plot_held_share
 from critwin.bridge.registration import NOT_PREDICTED, cell_id, validate
 from critwin.bridge.survival import PROBES, predict
 

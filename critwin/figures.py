@@ -1,4 +1,4 @@
-"""Matplotlib figures (PNG) for theory results; every function writes one file."""
+"""Matplotlib figures (PNG) for theory, runs and their comparison; every function writes one file."""
 from __future__ import annotations
 
 import textwrap
@@ -319,7 +319,7 @@ def plot_stage_curves(curves, per_run, path, max_panels: int = 12) -> Path:
     """One panel per condition: each event curve averaged over the condition's runs (log steps),
     and a dashed line at its median stage time over the runs that reach it."""
     import pandas as pd
-    from critwin.bridge.stage_detection import condition_columns
+    from critwin.table import condition_columns
     keys = [c for c in condition_columns(per_run) if c not in ("stage_step", "rises", "dip_step", "dip_depth")]
     first = per_run.drop_duplicates("run_id").set_index("run_id")[keys]
     def text(v):

@@ -1,4 +1,4 @@
-"""Plain-text tables for the command line."""
+"""Plain-text tables for the command line, and the columns that tell a table's conditions apart."""
 from __future__ import annotations
 
 import math
@@ -29,3 +29,14 @@ def format_table(rows: list[dict], columns: list[str] | None = None) -> str:
     body = ["  ".join(x.rjust(w) if num else x.ljust(w) for x, w, num in zip(row, width, numeric))
             for row in cells]
     return "\n".join([line, sep, *body])
+
+
+NOT_CONDITION = {"run_id", "step", "split", "metric", "value", "seed", "task_seed"}
+
+
+def condition_columns(runs) -> list[str]:
+    """The config columns that tell conditions apart: task, hops and every other field that
+    varies across the runs, except the seeds (seeds are what a condition summarises over)."""
+    cols = [c for c in runs.columns if c not in NOT_CONDITION]
+    vary = [c for c in cols if runs[c].map(repr).nunique() > 1]
+    return [c for c in ("task", "hops") if c in cols] + [c for c in vary if c not in ("task", "hops")]
