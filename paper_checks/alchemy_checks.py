@@ -560,7 +560,7 @@ class PlasticityCheck:
     def missing(self, size: str, store: RunStore, *args, seeds: int | None = None, points: int | None = None,
                 input_format: str | None = None, **kwargs) -> int:
         """Runs of the plan not yet stored (baselines with their checkpoints, and every branch)."""
-        from critwin.bridge.stage_detection import plasticity_configs
+        from critwin.bridge.plasticity import plasticity_configs
         flat, grid, comps, seed_range, _ = self.plan(size, seeds, points, input_format)
         cfgs = {c.run_id(): c for comp in comps
                 for c in plasticity_configs(flat, comp, grid, seed_range, freeze_optimizer="rebuild").values()}
@@ -570,7 +570,7 @@ class PlasticityCheck:
             wd_scale: float = 1.0, seeds: int | None = None, device: str = "cpu", points: int | None = None,
             precision: str = "fp32", task_seeds: int | None = None, reading: dict | None = None,
             input_format: str | None = None) -> dict:
-        from critwin.bridge.stage_detection import plasticity_configs, plasticity_window, train_plasticity
+        from critwin.bridge.plasticity import plasticity_configs, plasticity_window, train_plasticity
         _size_decay_only(wd_scale, reading)
         if task_seeds not in (None, 1):
             raise ConfigError("task_seeds", task_seeds, "1 for S6 (its frozen runs branch from task instance 0's"

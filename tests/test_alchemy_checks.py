@@ -119,7 +119,7 @@ def test_s6_windows_from_stored_branches(tmp_path):
     """Hand-made curves for every run of S6's cpu plan: A rises from 0.37 to 0.75 (the cpu
     size's plateau, never the 0.95 threshold), timed by change points; freezing a layer at one
     of the first three points stops the rise, freezing the embedding never delays it."""
-    from critwin.bridge.stage_detection import plasticity_configs
+    from critwin.bridge.plasticity import plasticity_configs
     s6 = CHECKS["S6"]
     store = RunStore(tmp_path)
     flat, grid, comps, seeds, every = s6.plan("cpu")
@@ -145,7 +145,7 @@ def test_s6_under_stone_tokens_times_the_middle_stage_by_the_threshold_rule(tmp_
     """Stone tokens (a variation): A completes at the first evaluation, so S6 times P(C given A,B) by
     the threshold rule. Its runs are their own (the input format is in every config), and freezing
     a layer at the first two points keeps the middle stage from completing."""
-    from critwin.bridge.stage_detection import plasticity_configs
+    from critwin.bridge.plasticity import plasticity_configs
     s6 = CHECKS["S6"]
     store = RunStore(tmp_path)
     flat, grid, comps, seeds, every = s6.plan("cpu", points=4, input_format="stone_states")
@@ -174,7 +174,7 @@ def test_s6_under_stone_tokens_times_the_middle_stage_by_the_threshold_rule(tmp_
 def test_s6_without_any_window_is_not_reproduced(tmp_path):
     """Freezing changes nothing: every window is empty, so 'layers at least as long as the
     embedding' holds as 0 >= 0; the claim that freezing a layer early delays the stage fails."""
-    from critwin.bridge.stage_detection import plasticity_configs
+    from critwin.bridge.plasticity import plasticity_configs
     s6 = CHECKS["S6"]
     store = RunStore(tmp_path)
     flat, grid, comps, seeds, every = s6.plan("cpu")
@@ -190,7 +190,7 @@ def test_s6_without_any_window_is_not_reproduced(tmp_path):
 def test_s6_is_inconclusive_when_the_baseline_never_completes_the_stage(tmp_path):
     """A baseline whose A never rises: every run is censored at the end, the delays would all
     be 0 and the check would pass on nothing."""
-    from critwin.bridge.stage_detection import plasticity_configs
+    from critwin.bridge.plasticity import plasticity_configs
     s6 = CHECKS["S6"]
     store = RunStore(tmp_path)
     flat, grid, comps, seeds, every = s6.plan("cpu")

@@ -117,7 +117,7 @@ def test_a_carried_store_brings_back_paused_branches_and_cut_runs_but_not_their_
     """carry_store.py: a paused branch travels as its folder (no resume state: its pause settles it, so the
     same sweep on the new machine trains nothing), a branch cut short as its resume state (and finishes
     there as the uninterrupted run), and --branches-of leaves the source run itself behind."""
-    from critwin.bridge.stage_detection import plasticity_configs
+    from critwin.bridge.plasticity import plasticity_configs
     from critwin.empirical import RunStore
     from critwin.empirical.loop import Paused
     from critwin.empirical.sweep import Pause, run_sweep

@@ -86,7 +86,7 @@ def test_plasticity_window_from_stored_curves(tmp_path, capsys):
     exceeds the threshold; a stage never reached counts as the end of training."""
     import pandas as pd
 
-    from critwin.bridge.stage_detection import plasticity_configs, plasticity_window
+    from critwin.bridge.plasticity import plasticity_configs, plasticity_window
     from critwin.empirical import Run, RunStore
     from critwin.empirical.sweep import config_from_flat
     store = RunStore(tmp_path / "runs")
@@ -122,7 +122,7 @@ def test_plasticity_window_from_stored_curves(tmp_path, capsys):
 def test_plasticity_by_branching_equals_training_each_run_from_zero(tmp_path):
     """The baseline's checkpoints let each frozen run start at t_f: same per-run stage times as
     the same runs trained from step 0."""
-    from critwin.bridge.stage_detection import plasticity_configs, plasticity_window
+    from critwin.bridge.plasticity import plasticity_configs, plasticity_window
     from critwin.empirical import RunStore
     from critwin.empirical.sweep import LocalExecutor
     base = {"steps": 60, "d": 16, "batch_size": 32, "eval_every": 10, "lr": 1e-2}
@@ -140,7 +140,7 @@ def test_plasticity_by_branching_equals_training_each_run_from_zero(tmp_path):
 def test_branches_of_a_failed_baseline_are_left_for_later(tmp_path):
     """A baseline that failed has no checkpoints: its branches are not trained (they would be
     stored as failed and never retried), so a later call can still train them."""
-    from critwin.bridge.stage_detection import plasticity_configs, plasticity_window
+    from critwin.bridge.plasticity import plasticity_configs, plasticity_window
     from critwin.empirical import RunStore
     from critwin.empirical.sweep import LocalExecutor
     from critwin.empirical.sweep.runner import failed_run

@@ -3,16 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from critwin.bridge.stage_detection import (
-    STAGE_METHODS,
-    _freeze_grid,
-    check_curves,
-    detect,
-    frozen_configs,
-    plasticity_configs,
-    plasticity_window,
-    stage_curve,
-)
+from critwin.bridge.plasticity import _freeze_grid, frozen_configs, plasticity_configs, plasticity_window
+from critwin.bridge.stage_detection import STAGE_METHODS, check_curves, detect, stage_curve
 from critwin.errors import ConfigError
 
 
