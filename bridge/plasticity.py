@@ -1,11 +1,11 @@
 """The plasticity window of a component: freeze it from each step t_f on, train the frozen runs (branched from
 the baseline's checkpoints where it has them) and read how much later the stage completes than in the unfrozen
-baseline (`plasticity_window`). The stage times come from the stage detectors (`stage_detection.stage_time`)."""
+baseline (`plasticity_window`). The stage times come from the stage detectors (`empirical.metrics.stages.stage_time`)."""
 from __future__ import annotations
 
 import numpy as np
 
-from critwin.bridge.stage_detection import check_method, stage_time
+from critwin.empirical.metrics.stages import check_method, stage_time
 from critwin.errors import ConfigError
 
 

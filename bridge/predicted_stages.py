@@ -61,7 +61,7 @@ def predict_stages(variant: str, hops: int | None = None, chemistries: int | Non
     time; each stage's time, the order, final levels and the deepest dip of P(B|A).
 
     One timing rule: `stage_times` and `order` use the rule observed runs are timed by
-    (`stage_detection.stage_time`: the stage level, 0.95 for A and 0.90 otherwise, held for `n`
+    (`empirical.metrics.stages.stage_time`: the stage level, 0.95 for A and 0.90 otherwise, held for `n`
     evaluations in a row, here points of the flow-time grid). `half_rise_times` are a second,
     separate reading and never enter the order."""
     from critwin.empirical.metrics.evaluate import alchemy_events
@@ -74,7 +74,7 @@ def predict_stages(variant: str, hops: int | None = None, chemistries: int | Non
     times = flow_times() if times is None else np.asarray(times, dtype=float)
     curves = pd.DataFrame([{"t": t, **alchemy_events(flow.predict(X["test"], t), data.splits["test"])}
                            for t in times])
-    from critwin.bridge.stage_detection import stage_time
+    from critwin.empirical.metrics.stages import stage_time
     stage_t = {k: stage_time(curves.t, curves[c].fillna(0.0), c, "threshold", n) for k, c in STAGE_CURVES.items()}
     cp_t = {k: stage_time(curves.t, curves[c].fillna(0.0), c, "changepoint") for k, c in STAGE_CURVES.items()}
     rise_t = {k: half_rise_time(curves.t, curves[c].fillna(0.0)) for k, c in STAGE_CURVES.items()}
@@ -97,7 +97,7 @@ def compare_stages(predicted: list[dict], observed, method: str = "threshold") -
     (condition, stage) both reach the rank correlation and the timescale factor (steps per unit
     of flow time, geometric mean) with the spread of log(observed / (factor * predicted)).
     A store with several conditions per task (other lr, gamma) is read at its first: keep one per store."""
-    from critwin.bridge.stage_detection import check_method
+    from critwin.empirical.metrics.stages import check_method
     from scipy.stats import spearmanr
     times = "stage_times" if check_method(method) == "threshold" else "changepoint_times"
     rows, pairs = [], []

@@ -2,7 +2,7 @@
 
 One timing rule on both sides: a stage completes at the first evaluation from which its held-out curve stays at
 the stage level (0.95 for A, 0.90 for P(B|A) and P(C|A,B)) for three evaluations in a row
-(`stage_detection.stage_time`); for the prediction the evaluations are the points of a flow-time grid.
+(`empirical.metrics.stages.stage_time`); for the prediction the evaluations are the points of a flow-time grid.
 
 An observed stage time is known only to an interval: completed at evaluation step s, it completed after the
 evaluation before s (lo) and by s (hi); not completed by the step the run reached, it is censored: (reached, inf).
@@ -41,10 +41,10 @@ C_FIRST, B_FIRST, NEITHER = "C|AB first", "B|A first", "neither"
 
 def stage_interval(steps, curve, metric: str, steps_per_epoch: float, protocol_epochs: int, reached=None,
                    n: int = 3) -> dict:
-    """`stage_detection.stage_timing` of one curve with the interval its time is known to: (lo, hi], lo the
+    """`empirical.metrics.stages.stage_timing` of one curve with the interval its time is known to: (lo, hi], lo the
     evaluation before the completing one (0 and 0 for a stage complete at a first evaluation at step 0), or
     (step reached, inf) when censored."""
-    from critwin.bridge.stage_detection import stage_timing
+    from critwin.empirical.metrics.stages import stage_timing
     s = np.asarray(steps, dtype=float)
     c = np.nan_to_num(np.asarray(curve, dtype=float), nan=0.0)    # a conditional with no cases is not at its level
     t = stage_timing(s, c, metric, steps_per_epoch, protocol_epochs, reached, "threshold", n)

@@ -30,7 +30,7 @@ EVENT_CURVES = ("event_a", "event_b", "event_c", "p_b_given_a", "p_c_given_ab")
 
 def stage_times(curves) -> dict:
     """Completion step per curve (nan: never), curves a frame indexed by step, one column per metric."""
-    from critwin.bridge.stage_detection import stage_time
+    from critwin.empirical.metrics.stages import stage_time
     return {m: stage_time(curves.index, curves[m].fillna(0.0), m) for m in EVENT_CURVES if m in curves}
 
 
@@ -46,9 +46,9 @@ def reached_step(store, cfg) -> int:
 
 
 def timings(store, curves, cfg) -> dict:
-    """Per event curve its stage timing with censoring (bridge.stage_detection.stage_timing): completion step
+    """Per event curve its stage timing with censoring (empirical.metrics.stages.stage_timing): completion step
     and epoch, or censored at the epoch the run reached, of the protocol's PAPER_EPOCHS."""
-    from critwin.bridge.stage_detection import stage_timing
+    from critwin.empirical.metrics.stages import stage_timing
     spe, end = steps_per_epoch_of(cfg), reached_step(store, cfg)
     return {m: stage_timing(curves.index, curves[m].fillna(0.0), m, spe, PAPER_EPOCHS, end)
             for m in EVENT_CURVES if m in curves}
@@ -334,7 +334,7 @@ def _hops_rows(store, cfgs):
     one entry per stored run, its h, times ("a", "cp_a", "c", "cab") and whether it is still training ("live"),
     final exact accuracy and the end step. Each per-h row names its runs' task instances, seeds and
     whether each is still training, in order."""
-    from critwin.bridge.stage_detection import stage_time
+    from critwin.empirical.metrics.stages import stage_time
     runs = {"h": [], "a": [], "cp_a": [], "c": [], "cab": [], "live": [], "final_c": [], "tm": []}
     live = getattr(store, "read", {})         # runs read from their resume states (InProgressView)
     rows, end, who = [], 0, []
@@ -524,7 +524,7 @@ class PlasticityCheck:
         stage completes, or at epoch `authors_cap`."""
         if size != "authors":
             return None
-        from critwin.bridge.stage_detection import StageReached
+        from critwin.empirical.metrics.stages import StageReached
         from critwin.empirical.sweep import Pause
         return Pause(until=flat["steps"] // AUTHORS_EPOCHS * self.authors_cap,
                      when=StageReached(self.authors_stage[0]))
@@ -586,7 +586,7 @@ class PlasticityCheck:
         grids = {comp: plasticity_configs(flat, comp, grid, seed_range, freeze_optimizer="rebuild") for comp in comps}
         if train:       # every component's frozen runs in one sweep: they share the workers
             train_plasticity(list(grids.values()), store, executor, progress, pause)
-        from critwin.bridge.stage_detection import stage_timing
+        from critwin.empirical.metrics.stages import stage_timing
         spe = steps_per_epoch_of(config_from_flat({**flat, "seed": 0}))
         undecided = {}        # component -> censored runs that leave its window undecided
 

@@ -112,7 +112,7 @@ def a_by_epoch(curves: pd.DataFrame, arm: str) -> pd.Series:
 def ablation_table(curves: dict, at_epochs) -> pd.DataFrame:
     """One row per arm: A at each of `at_epochs` (nearest evaluation at or before it; nan past the run's
     end) and the epoch A completes."""
-    from critwin.bridge.stage_detection import stage_time
+    from critwin.empirical.metrics.stages import stage_time
     rows = []
     for arm, a in curves.items():
         row = {"arm": arm}

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from critwin.bridge.stage_detection import stage_timing
+from critwin.empirical.metrics.stages import stage_timing
 from critwin.empirical import Run, RunStore
 from critwin.empirical.presets import PAPER_EPOCHS
 from critwin.paper_checks import CHECKS

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from critwin.bridge.stage_detection import ChangePointStages, ThresholdStage, across_seeds
+from critwin.empirical.metrics.stages import ChangePointStages, ThresholdStage, across_seeds
 from critwin.errors import ConfigError
 
 STEPS = np.arange(1, 201) * 10.0

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from critwin.bridge.plasticity import plasticity_configs, plasticity_window
-from critwin.bridge.stage_detection import StageReached
+from critwin.empirical.metrics.stages import StageReached
 from critwin.cli.main import main
 from critwin.empirical import RunStore
 from critwin.empirical.loop import Paused

@@ -502,7 +502,7 @@ def register(sub):
 
 
 def cmd_bridge_stages(args):
-    from critwin.bridge.stage_detection import detect_store
+    from critwin.empirical.metrics.stages import detect_store
     from critwin.table import format_table
     from critwin.empirical import RunStore
     RunStore(args.store).require()
@@ -583,7 +583,7 @@ def register_stages(sub):
     from critwin.cli.common import add_store_args
     add_store_args(p)
     p.add_argument("--n", type=int, default=3, help="consecutive evaluations at or above the level")
-    from critwin.bridge.stage_detection import STAGE_METHODS
+    from critwin.empirical.metrics.stages import STAGE_METHODS
     p.add_argument("--method", choices=STAGE_METHODS, default="threshold",
                    help="how both sides are timed: the threshold rule, or where a curve's last change-point rise"
                         " completes (for runs whose curves rise but stay below the levels, as at cpu size)")

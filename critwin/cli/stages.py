@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from critwin.bridge.plasticity import _freeze_grid, frozen_configs, plasticity_configs, plasticity_window
-from critwin.bridge.stage_detection import STAGE_METHODS, check_curves, detect, stage_curve
+from critwin.empirical.metrics.stages import STAGE_METHODS, check_curves, detect, stage_curve
 from critwin.errors import ConfigError
 
 

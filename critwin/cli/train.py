@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from critwin.bridge.stage_detection import StageReached
+from critwin.empirical.metrics.stages import StageReached
 from critwin.table import format_table
 from critwin.empirical import RunStore, TrainConfig, train
 from critwin.empirical.config import DEVICES, PRECISIONS
