@@ -83,7 +83,7 @@ def test_a_cells_measuring_command_gives_the_runs_it_stored():
     those of runs the real command stored (listed in theory3/build_runs.csv), not a re-typed config."""
     from pathlib import Path
 
-    from critwin.cli.bridge import measure_configs
+    from critwin.cli.bridge.score import measure_configs
     root = Path(__file__).resolve().parents[1] / "paper_checks" / "reports" / "theory2"
     reg = load_registration(root / "registration.json")
     got = measure_configs(reg, root / "measured")
