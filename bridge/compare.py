@@ -9,6 +9,7 @@ from critwin.theory.setting import multiplier_from_exponent
 
 from critwin import theory as th
 from critwin.errors import ConfigError
+from critwin.vocabulary import STORED_READING, is_l2
 
 TASK_SIZES = {"anchor_permutation": {"keys": 16, "anchors": 8, "train_pairs": 45}}
 
@@ -72,7 +73,7 @@ def survival_window(curves: dict, reading: str, optimizer: str, gamma: float, la
     from critwin.bridge.survival import predict
     from critwin.theory.composition import survival_edge
     nan = {"t1_steps": float("nan"), "t2_steps": float("nan")}
-    if not reading.startswith("l2"):
+    if not is_l2(reading):
         return nan
     key, col = f"{optimizer} gamma {gamma:g}", f"attn_{lam:g}"
     if col not in curves.get(key, {}):
@@ -91,7 +92,7 @@ def plateau_window(probes: dict, reading: str, optimizer: str, gamma: float, lam
     from critwin.theory.composition import late_window_edge
     nan = {"t1_steps": float("nan"), "t2_steps": float("nan")}
     probe = probes.get(cell_id({"kind": "right", "optimizer": optimizer, "gamma": gamma, "lambda": lam, "width": width}))
-    if probe is None or not reading.startswith("l2"):
+    if probe is None or not is_l2(reading):
         return nan
     late = sorted(float(o) for o in onsets if o > probe["probe_onset"] and total - o >= probe["lag"][0])
     late = [o for o in late if total - o <= probe["lag"][-1]]
@@ -149,7 +150,7 @@ def compare(store, threshold: float = 0.5, metric: str = "ood_acc", gammas=None,
         s = setting_for(cfg, **theory_options)
         total = int(cfg["steps"])
         pred = predicted_windows(s, [m for m in methods if m not in OBSERVED_METHODS], width=width, wd=lam, total=total,
-                                 threshold=threshold, decay_form=cfg.get("decay_form", "decoupled"))
+                                 threshold=threshold, decay_form=cfg.get("decay_form", STORED_READING["decay_form"]))
         if "memorization" in methods:
             pred["memorization"] = memorization_edge(memo, reading, gamma)
         if "survival" in methods:

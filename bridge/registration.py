@@ -18,9 +18,10 @@ from pathlib import Path
 import pandas as pd
 
 from critwin.errors import ConfigError
+from critwin.vocabulary import RUN_OPTIMIZERS
 
 KINDS = ("left", "right")
-OPTIMIZERS = ("adamw", "sgd")
+OPTIMIZERS = RUN_OPTIMIZERS
 CELL_KEYS = ("kind", "optimizer", "gamma", "lambda", "width")
 NOT_PREDICTED = "not predicted"
 

@@ -13,8 +13,9 @@ from critwin.empirical.tasks import TASK_OPTIONS, TASKS, make_task
 
 from critwin.errors import ConfigError
 from critwin.schedules import PLACEMENTS, Schedule, parse_window
+from critwin.vocabulary import RUN_OPTIMIZERS as OPTIMIZERS
+from critwin.vocabulary import STORED_READING
 
-OPTIMIZERS = ("adamw", "sgd")
 LR_SCHEDULES = ("constant", "cosine")
 FREEZE_OPTIMIZER = ("keep", "rebuild")
 DEVICES = ("cpu", "cuda")
@@ -22,7 +23,7 @@ PRECISIONS = ("fp32", "bf16")   # bf16: forward and backward under torch.autocas
 CONFIG_VERSION = 1
 # Fields added after version 1, with the value every earlier run had: the run id hashes them
 # only when they differ from it, so runs stored before they existed keep their ids and meaning.
-ADDED_DEFAULTS = {"decay_form": "decoupled", "decay_set": "matrices", "freeze_second_moment": None, "amsgrad": False,
+ADDED_DEFAULTS = {"decay_form": STORED_READING["decay_form"], "decay_set": STORED_READING["decay_set"], "freeze_second_moment": None, "amsgrad": False,
                   "lr_schedule": "constant", "lr_final": 0.0, "clip": None, "checkpoints": [], "branch": None,
                   "freeze_optimizer": "keep", "eval_max": None,
                   "hops": None, "chemistries": None, "ablation": None, "modulus": None, "train_frac": None,
@@ -50,17 +51,6 @@ def check_branch(source: "TrainConfig", cfg: "TrainConfig", step: int) -> None:
         raise ConfigError("freeze", list(cfg.freeze), f"the source run's freezes before step {step} (new ones from it on)")
 
 
-# The paper's own reading of its decay (Eq. 4): an L2 penalty in the loss on every non-embedding
-# parameter, passed through the optimizer. The commands and checks default to it; TrainConfig keeps
-# its original defaults (decoupled, matrices) so that stored runs keep their ids.
-PAPER_READING = {"decay_form": "l2", "decay_set": "non_embedding", "head_bias": False}
-
-
-def reading_label(decay_form: str, decay_set: str, head_bias: bool) -> str:
-    """'l2/non_embedding', 'decoupled/matrices/head bias': the decay reading in tables and titles."""
-    return f"{decay_form}/{decay_set}" + ("/head bias" if head_bias else "")
-
-
 @dataclass(frozen=True)
 class TrainConfig:
     task: str = "anchor_permutation"
@@ -84,8 +74,10 @@ class TrainConfig:
     batch_size: int = 128
     steps: int = 20000
     wd_windows: tuple = ()     # ((start, end, lambda), ...): decay lambda(step)
-    decay_form: str = "decoupled"   # how lambda acts: decoupled shrink or l2 penalty in the loss
-    decay_set: str = "matrices"     # what it acts on: matrices, non_embedding, all
+    # the reading keeps its first defaults (vocabulary.STORED_READING) so that stored runs keep their ids;
+    # the commands and checks set the paper's reading (vocabulary.PAPER_READING)
+    decay_form: str = STORED_READING["decay_form"]   # how lambda acts: decoupled shrink or l2 penalty in the loss
+    decay_set: str = STORED_READING["decay_set"]     # what it acts on: matrices, non_embedding, all
     freeze_second_moment: int | None = None   # adamw: hold Adam's v from this step on (an intervention)
     amsgrad: bool = False      # adamw: normalise by the running max of v (v never falls: an intervention)
     freeze: tuple = ()         # ((component, step), ...)

@@ -28,10 +28,10 @@ from critwin.empirical.config import (
     ADDED_DEFAULTS,
     ADDED_MODEL_DEFAULTS,
     TrainConfig,
-    reading_label,
 )
 
 from critwin.errors import ConfigError, CorruptRunError
+from critwin.vocabulary import reading_label
 
 FILES = ("config.json", "summary.json", "environment.json", "metrics.parquet")
 CHECKPOINTS = "checkpoints"     # optional folder: step_N.pt, the training state after step N

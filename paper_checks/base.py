@@ -24,12 +24,11 @@ from pathlib import Path
 
 import numpy as np
 from critwin.empirical import RunStore
-from critwin.empirical.config import PAPER_READING
-from critwin.empirical.config import reading_label as config_reading_label
 from critwin.empirical.sweep import config_from_flat, run_sweep
 from critwin.empirical.train import censored_reach
 
 from critwin.errors import ConfigError
+from critwin.vocabulary import PAPER_READING, reading_label
 
 CHECK_SIZES = ("quick", "cpu", "paper", "authors")   # cpu, authors: Alchemy sizes (the anchor checks are CPU-sized at paper)
 TIME_KEYS = ("steps", "wd_window_start", "wd_width", "width", "budget")
@@ -146,18 +145,9 @@ READING_KEYS = tuple(DEFAULT_READING)
 def scaled_reading_label(reading: dict | None, wd_scale: float = 1.0) -> str:
     """'l2/non_embedding' (the paper's reading, the default), 'decoupled/matrices', '... x333'."""
     r = {**DEFAULT_READING, **(reading or {})}
-    return config_reading_label(r["decay_form"], r["decay_set"], r["head_bias"]) + (
-        f" x{scale_text(wd_scale)}" if wd_scale != 1.0 else "")
+    return reading_label(r["decay_form"], r["decay_set"], r["head_bias"], wd_scale)
 
 
-def scale_text(scale: float) -> str:
-    """A decay scale as text that reads back to the same float: '1000/3' for 1000/3,
-    '333.3333333' for 333.3333333 (distinct scales, distinct runs, distinct labels)."""
-    from fractions import Fraction
-    f = Fraction(scale).limit_denominator(1000)
-    if f.denominator != 1 and float(f) == scale:
-        return f"{f.numerator}/{f.denominator}"
-    return f"{scale:.10g}"
 
 
 @dataclass(frozen=True)

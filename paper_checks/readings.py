@@ -17,63 +17,16 @@ import numpy as np
 import pandas as pd
 from critwin.empirical.sweep import run_sweep
 from critwin.paper_checks import CHECKS
-from critwin.paper_checks.base import distance, final_metric, scale_text
+from critwin.paper_checks.base import distance, final_metric
 
 from critwin.errors import ConfigError
+from critwin.vocabulary import Reading
 
 # The rows a cheap ranking runs: the core contrast, the cliff and the collapse of large decay.
 RANK_ROWS = (("W2", "no decay"), ("W2", "window [0,5000) 4e-3"), ("W1", "window [5000,10000) 4e-3"),
              ("W4", "onset 400"), ("W10", "lambda 0.01"))
 RANKED_CLAIMS = ("W1", "W2", "W3", "W4", "W5", "W10")
 NO_DECAY = ("W2", "no decay")
-
-
-@dataclass(frozen=True)
-class Reading:
-    """One reading of the paper's decay: form, decayed set, scale of lambda, head bias."""
-
-    decay_form: str = "decoupled"
-    decay_set: str = "matrices"
-    wd_scale: float = 1.0
-    head_bias: bool = False
-
-    @classmethod
-    def parse(cls, text: str) -> "Reading":
-        """'FORM/SET[ xSCALE][/bias]', e.g. l2/non_embedding, decoupled/matrices x1000/3 (SCALE a
-        number or a fraction A/B; the label of a reading parses back to it)."""
-        head = text.strip()
-        bias = head.endswith("/bias")
-        head = head[: -len("/bias")] if bias else head
-        scale = 1.0
-        if " x" in head:
-            head, s = head.rsplit(" x", 1)
-            try:
-                a, _, b = s.partition("/")
-                scale = float(a) / float(b) if b else float(a)
-            except (ValueError, ZeroDivisionError):
-                raise ConfigError("reading", text, "FORM/SET[ xSCALE][/bias], e.g. 'l2/non_embedding'") from None
-        parts = head.split("/")
-        if len(parts) != 2:
-            raise ConfigError("reading", text, "FORM/SET[ xSCALE][/bias], e.g. 'decoupled/matrices x333.3333333'")
-        r = cls(parts[0], parts[1], scale, bias)
-        r.options()      # validates form and set through a config
-        return r
-
-    def options(self) -> dict:
-        opts = {"decay_form": self.decay_form, "decay_set": self.decay_set, "head_bias": self.head_bias}
-        from critwin.empirical import TrainConfig
-        from critwin.empirical.models import ModelConfig
-        TrainConfig(decay_form=self.decay_form, decay_set=self.decay_set, model=ModelConfig(head_bias=self.head_bias))
-        if not (np.isfinite(self.wd_scale) and self.wd_scale > 0):
-            raise ConfigError("wd_scale", self.wd_scale, "a decay scale > 0")
-        return opts
-
-    @property
-    def label(self) -> str:
-        """FORM/SET[ xSCALE][/bias]: what `parse` reads back."""
-        self.options()
-        return f"{self.decay_form}/{self.decay_set}" + (f" x{scale_text(self.wd_scale)}" if self.wd_scale != 1.0 else "") \
-            + ("/bias" if self.head_bias else "")
 
 
 DEFAULT_READINGS = (Reading("l2", "non_embedding"), Reading("decoupled", "matrices", 1000 / 3),

@@ -74,7 +74,7 @@ def test_gd_with_a_small_step_follows_the_flow_integrated_by_scipy():
     np.testing.assert_allclose(sim["q"][1:, 0], ref[:, 1], rtol=0.02)
 
 
-@pytest.mark.parametrize("optimizer", ["adam", "momentum"])
+@pytest.mark.parametrize("optimizer", ["adamw", "momentum"])
 def test_each_optimizer_equals_torchs_on_the_two_factor_problem(optimizer):
     """Two scalar factors (n = 1), L2 penalty in the loss, against torch.optim on autograd."""
     mod = CompositionModel(s_m=0.6, s_r=1.4, m0=0.3, q0=0.25)
@@ -82,7 +82,7 @@ def test_each_optimizer_equals_torchs_on_the_two_factor_problem(optimizer):
     sim = simulate(mod, lam, 1e-2, optimizer, every=1)
     ms = [torch.tensor(0.3, dtype=torch.float64, requires_grad=True) for _ in range(2)]
     qs = [torch.tensor(0.25, dtype=torch.float64, requires_grad=True) for _ in range(3)]
-    opt = torch.optim.Adam(ms + qs, lr=1e-2, betas=(0.9, 0.98), eps=1e-8) if optimizer == "adam" else \
+    opt = torch.optim.Adam(ms + qs, lr=1e-2, betas=(0.9, 0.98), eps=1e-8) if optimizer == "adamw" else \
         torch.optim.SGD(ms + qs, lr=1e-2, momentum=0.9)
     for t in range(T):
         eps = 1 - 0.6 * ms[0] * ms[1] - 1.4 * qs[0] * qs[1] * qs[2]

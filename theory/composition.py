@@ -28,8 +28,7 @@ import numpy as np
 import sympy as sp
 
 from critwin.errors import ConfigError
-
-OPTIMIZERS = ("gd", "momentum", "adam")
+from critwin.vocabulary import THEORY_OPTIMIZERS as OPTIMIZERS
 
 
 def derive(p: int = 2, r: int = 3) -> dict:
@@ -92,7 +91,7 @@ class CompositionModel:
         return (self.s_m / self.s_r) ** (1.0 / (self.r - 2))
 
 
-def simulate(model: CompositionModel, lam: np.ndarray, lr: float, optimizer: str = "adam",
+def simulate(model: CompositionModel, lam: np.ndarray, lr: float, optimizer: str = "adamw",
              betas=(0.9, 0.98), momentum: float = 0.9, eps: float = 1e-8, every: int = 10,
              reason: bool = True) -> dict:
     """Train the two balanced factors step by step; lam: (S, T) penalty per step for S schedules.
@@ -153,7 +152,7 @@ def reasoning_fraction(sim: dict) -> np.ndarray:
 
 
 def edges(model: CompositionModel, onsets, width: float, value: float, total: int, lr: float,
-          optimizer: str = "adam", threshold: float = 0.5, **kw) -> dict:
+          optimizer: str = "adamw", threshold: float = 0.5, **kw) -> dict:
     """Onset sweep: the final reasoning fraction per onset, and the window's edges: the first
     onset at or above `threshold` after one below it (left; 0 when onset 0 already composes) and
     the last onset at or above it before one below (right; None when none falls again)."""
@@ -172,7 +171,7 @@ def edges(model: CompositionModel, onsets, width: float, value: float, total: in
     return {"onsets": onsets, "fraction": frac, "left": left, "right": right, "exists": bool(ok.any())}
 
 
-def memorisation_half_time(model: CompositionModel, lr: float, optimizer: str = "adam", total: int = 5000,
+def memorisation_half_time(model: CompositionModel, lr: float, optimizer: str = "adamw", total: int = 5000,
                            **kw) -> float:
     """Steps until memorisation alone explains half (reasoning frozen), no penalty: nan if never."""
     sim = simulate(model, np.zeros((1, total)), lr, optimizer, every=1, reason=False, **kw)
@@ -196,7 +195,7 @@ def _solve_log(f, target: float, lo: float, hi: float, iters: int = 60) -> float
     return float(np.exp((a + b) / 2))
 
 
-def calibrate_s_m(base: CompositionModel, t_half: float, lr: float, optimizer: str = "adam", **kw) -> float:
+def calibrate_s_m(base: CompositionModel, t_half: float, lr: float, optimizer: str = "adamw", **kw) -> float:
     """The memorisation strength whose half time (no penalty, reasoning frozen) is `t_half` steps."""
     def f(s):
         t = memorisation_half_time(replace(base, s_m=s), lr, optimizer, total=int(4 * t_half) + 10, **kw)
@@ -204,7 +203,7 @@ def calibrate_s_m(base: CompositionModel, t_half: float, lr: float, optimizer: s
     return _solve_log(lambda s: -f(s), -t_half, 1e-12, 1e6)
 
 
-def calibrate_s_r(base: CompositionModel, rho_end: float, total: int, lr: float, optimizer: str = "adam",
+def calibrate_s_r(base: CompositionModel, rho_end: float, total: int, lr: float, optimizer: str = "adamw",
                   **kw) -> float:
     """The reasoning strength whose no-penalty run ends at reasoning fraction `rho_end` after `total` steps."""
     def f(s):

@@ -21,8 +21,8 @@ from critwin.theory.stylised import (
 from critwin.errors import ConfigError
 from critwin.schedules import Schedule
 
-OPTIMIZERS = ("gd", "momentum", "adamw")
-STYLISED_DECAY_FORMS = ("decoupled", "l2")
+from critwin.vocabulary import STYLISED_DECAY_FORMS
+from critwin.vocabulary import THEORY_OPTIMIZERS as OPTIMIZERS
 
 
 def run_discrete(p: Problem, q: Params, schedule, eta: float, optimizer: str = "gd",

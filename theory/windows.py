@@ -20,6 +20,7 @@ from critwin.theory.stylised import init_params
 
 from critwin.errors import ConfigError
 from critwin.schedules import Schedule
+from critwin.vocabulary import STYLISED_DECAY_FORMS
 
 METHODS = ("recipe", "recipe_adamw", "reduced", "full", "adamw")
 ENGINES = ("reduced", "full", "gd", "momentum", "adamw")   # the last three: discrete steps (optimizers.py)
@@ -121,9 +122,10 @@ def simulate(s: StylisedSetting, schedules, gamma=None, engine: str = "reduced",
         r = compute_rates(s, gam)
         return simulate_reduced(r.mu_m_drive, r.mu_r_drive, r.rho0, r.capacity, systems, s.eta, eval_steps, law,
                                 reach=r.reach)
-    if decay_form != "decoupled" and engine in ("reduced", "full"):
-        raise ConfigError("decay_form", decay_form, "decoupled for the gradient-flow engines (l2 needs a"
-                                                    " discrete optimizer engine: gd, momentum, adamw)")
+    # under gradient flow a penalty lambda/2 |theta|^2 in the loss and a decoupled shrink are one term,
+    # -lambda theta: the two forms differ only through a discrete optimizer (gd, momentum, adamw)
+    if decay_form not in STYLISED_DECAY_FORMS:
+        raise ConfigError("decay_form", decay_form, "one of " + ", ".join(STYLISED_DECAY_FORMS))
     p = build_problem(s)
     q = init_params(p, gam, np.full(len(gam), seed))
     if engine == "full":

@@ -4,7 +4,7 @@ from __future__ import annotations
 from critwin.figures import plot_check
 from critwin.table import format_table
 from critwin.cli.common import add_executor_args, executor_from
-from critwin.cli.train import add_reading_args
+from critwin.cli.common import add_reading_args
 from critwin.empirical import RunStore
 from critwin.empirical.config import DEVICES, PRECISIONS
 from critwin.empirical.tasks.alchemy import INPUT_FORMATS

@@ -4,6 +4,15 @@ from __future__ import annotations
 from contextlib import contextmanager
 from pathlib import Path
 
+from critwin.vocabulary import (
+    DECAY_FORMS,
+    DECAY_SETS,
+    DEFAULT_GAMMA,
+    GAMMA_HELP,
+    PAPER_READING,
+    RUN_OPTIMIZERS,
+)
+
 
 def jsonable(o):
     """o with numpy arrays and numbers as plain Python, non-finite floats as None (JSON's null)."""
@@ -78,3 +87,32 @@ def executor_from(args, enabled: bool = True):
     finally:
         if ex is not None:
             ex.close()
+
+
+# ----------------------------------------------------------------- the shared flags, declared once
+def add_gamma(p, nargs=None, default=DEFAULT_GAMMA, help: str | None = None):
+    """--gamma, the init scale (vocabulary: weight entries ~ N(0, gamma^2/d)): one value, several
+    (nargs="+", `default` a sequence), or a filter over stored runs (default None, `help` says so)."""
+    p.add_argument("--gamma", type=float, nargs=nargs, default=list(default) if isinstance(default, tuple) else default,
+                   help=help or GAMMA_HELP)
+
+
+def add_optimizer(p, nargs=None, default=RUN_OPTIMIZERS[0], choices=RUN_OPTIMIZERS, help: str | None = None):
+    """--optimizer: a run's optimizer (vocabulary.RUN_OPTIMIZERS) or, given `choices`, a theory step."""
+    p.add_argument("--optimizer", nargs=nargs, choices=choices, default=default, help=help)
+
+
+def add_decay_form(p, choices=DECAY_FORMS, help: str | None = None):
+    """--decay-form, the paper's Eq. 4 (an L2 penalty through the optimizer) by default."""
+    p.add_argument("--decay-form", choices=choices, default=PAPER_READING["decay_form"], help=help)
+
+
+def add_reading_args(parser):
+    """--decay-form, --decay-set, --head-bias. Default: the paper's Eq. 4, an L2 penalty on every
+    non-embedding parameter through the optimizer; the decoupled readings are variations."""
+    add_decay_form(parser, help="l2 penalty through the optimizer (default: the paper's Eq. 4), decoupled shrink after"
+                                " the step (a variation), or adam_scaled (an intervention: the penalty's gradient"
+                                " normalised per coordinate as in Adam, outside Adam's moments)")
+    parser.add_argument("--decay-set", choices=DECAY_SETS, default=PAPER_READING["decay_set"],
+                        help="what decay touches: non_embedding (theta minus E; default), matrices, all")
+    parser.add_argument("--head-bias", action="store_true", help="give the unembedding a bias")

@@ -39,12 +39,12 @@ def cmd_phase(args):
 
 
 def register(parser):
-    from critwin.cli.common import add_executor_args
+    from critwin.cli.common import add_executor_args, add_gamma
     d = PhaseGrid()
     parser.add_argument("--size", choices=PHASE_SIZES, default="quick",
                         help="quick: times / 10, one task instance and seed (machinery only); paper: the map")
     parser.add_argument("--reading", default=d.reading.label, help="FORM/SET[ xSCALE][/bias] (see critwin readings)")
-    parser.add_argument("--gamma", type=float, nargs="+", default=list(d.gammas))
+    add_gamma(parser, "+", list(d.gammas))
     parser.add_argument("--wd", type=float, nargs="+", default=list(d.lambdas),
                         help="decay values in the paper's units (the reading's scale multiplies them)")
     parser.add_argument("--onsets", type=int, nargs="+", default=list(d.onsets),

@@ -11,21 +11,20 @@ from critwin import theory as th
 from critwin import figures
 from critwin.bridge.predicted_stages import BLOCKS, predict_stages
 from critwin.table import format_table
-from critwin.cli.common import attach_figure, figure_args
+from critwin.cli.common import add_decay_form, add_gamma, add_optimizer, attach_figure, figure_args
 from critwin.errors import ConfigError
 from critwin.schedules import PLACEMENTS, parse_window
-from critwin.theory.optimizers import STYLISED_DECAY_FORMS
 from critwin.theory.rates import SIGMA_DEF_TEXT
 from critwin.theory.reduced import ESCAPE_LAWS
 from critwin.theory.setting import EMBEDDINGS, LOSS_NORMS, SIGMA_DEFS, TARGETS
 from critwin.theory.windows import ENGINES, METHODS
+from critwin.vocabulary import DEFAULT_GAMMA, STYLISED_DECAY_FORMS, THEORY_OPTIMIZERS
 
 
 # ----------------------------------------------------------------- arguments
 def _setting_args(p, many_gammas: bool = True):
-    p.add_argument("--gamma", type=float, nargs="+" if many_gammas else None,
-                   default=[0.8] if many_gammas else 0.8,
-                   help="init scale(s) gamma > 0 (entries ~ N(0, gamma^2/d)); default 0.8")
+    add_gamma(p, "+" if many_gammas else None, [DEFAULT_GAMMA] if many_gammas else DEFAULT_GAMMA,
+              f"init scale(s) gamma > 0 (entries ~ N(0, gamma^2/d)); default {DEFAULT_GAMMA:g}")
     p.add_argument("--eta", type=float, default=3e-3, help="learning rate (steps = time / eta)")
     p.add_argument("--delta", type=float, default=0.5, help="window threshold in (0, 1/2]")
     p.add_argument("--d", type=int, default=64, help="embedding width")
@@ -194,10 +193,6 @@ def cmd_schedule(args):
                "trajectory": {"step": steps, **traj}}
     text = [f"schedule: {sched.describe()} over {sched.total} steps (budget {sched.integral():g});"
             f" engine {args.engine}; decay {form}", format_table([{"gamma": s.gamma, **final}])]
-    if flow and args.decay_form != "decoupled":
-        text.append(f"note: --decay-form {args.decay_form} changes nothing on the {args.engine} engine: under gradient"
-                    " flow a penalty lambda/2 |theta|^2 in the loss and a decoupled shrink are the same term,"
-                    " -lambda theta (they differ only through a discrete optimizer: --engine gd, momentum, adamw)")
     if diverged:
         text.append(diverged)
     attach_figure(args, "schedule.png", lambda path: figures.plot_schedule(
@@ -330,7 +325,7 @@ def register(sub):
                        description="Memorization and reasoning times of GD and of a discrete optimizer on the"
                                    " same stylised model; their ratio corrects the gradient-flow recipe.")
     _setting_args(p)
-    p.add_argument("--optimizer", choices=("adamw", "momentum"), default="adamw")
+    add_optimizer(p, default="adamw", choices=THEORY_OPTIMIZERS[1:])
     p.add_argument("--horizon", type=int, default=3000, help="steps to wait for each crossing")
     p.set_defaults(handler=cmd_timescale)
 
@@ -357,8 +352,8 @@ def register(sub):
     _setting_args(p)
     p.add_argument("--method", choices=METHODS, default="recipe",
                    help="adamw: the onset window of discrete AdamW on the stylised model (slow; see --decay-form)")
-    p.add_argument("--decay-form", choices=STYLISED_DECAY_FORMS, default="decoupled",
-                   help="how lambda acts in the adamw method: decoupled shrink, or l2 penalty through Adam")
+    add_decay_form(p, STYLISED_DECAY_FORMS, "how lambda acts in the adamw method: l2 penalty through Adam (default: the"
+                                            " paper's Eq. 4), or decoupled shrink")
     p.add_argument("--init-seeds", type=int, default=1,
                    help="full / adamw: run from this many inits and report the median and 10-90%% range per onset"
                         " (the outcome depends on the init; each init costs one more sweep)")
@@ -373,8 +368,8 @@ def register(sub):
     p = sub.add_parser("schedule", help="predicted final m, r, reasoning fraction for a schedule")
     _setting_args(p, many_gammas=False)
     _schedule_args(p)
-    p.add_argument("--decay-form", choices=STYLISED_DECAY_FORMS, default="decoupled",
-                   help="with gd / momentum / adamw: decoupled shrink or l2 penalty through the optimizer")
+    add_decay_form(p, STYLISED_DECAY_FORMS, "with gd / momentum / adamw: l2 penalty through the optimizer (default: the"
+                                            " paper's Eq. 4) or decoupled shrink")
     p.add_argument("--engine", choices=ENGINES, default="reduced",
                    help="reduced equations, full gradient flow, or a discrete optimizer")
     p.add_argument("--law", choices=ESCAPE_LAWS, default="bilinear")
@@ -391,8 +386,8 @@ def register(sub):
     p = sub.add_parser("laws", help="escape time vs gamma: gamma^-2 or log(1/gamma)?")
     _setting_args(p)
     p.add_argument("--horizon", type=int, default=5000, help="steps to wait for the escape")
-    p.add_argument("--optimizer", choices=("flow", "gd", "momentum", "adamw"), default="flow",
-                   help="what moves the shared path (predictions assume gradient flow)")
+    add_optimizer(p, default="flow", choices=("flow", *THEORY_OPTIMIZERS),
+                  help="what moves the shared path (predictions assume gradient flow)")
     p.set_defaults(handler=cmd_laws, gamma=[0.05, 0.1, 0.2, 0.4, 0.8, 1.2])
 
     p = sub.add_parser("compare", help="reduced equations vs the full flow on one schedule")

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from critwin.cli.common import add_gamma, add_optimizer, add_reading_args
 from critwin.empirical.metrics.stages import StageReached
 from critwin.table import format_table
 from critwin.empirical import RunStore, TrainConfig, train
 from critwin.empirical.config import DEVICES, PRECISIONS
-from critwin.empirical.config import PAPER_READING
-from critwin.empirical.interventions import DECAY_FORMS, PLACEMENTS
-from critwin.empirical.models import DECAY_SETS, INITS
+from critwin.empirical.interventions import PLACEMENTS
+from critwin.empirical.models import INITS
 from critwin.empirical.models.transformer import LAYER_INITS
 from critwin.empirical.presets import ALCHEMY_SIZES
 from critwin.empirical.sweep.one_run import STORED, train_and_store
@@ -18,24 +18,13 @@ from critwin.empirical.tasks.alchemy import INPUT_FORMATS, QUERY_ENDS
 from critwin.empirical.tasks.alchemy_chemistry import HELD_OUT_RULES
 from critwin.empirical.tasks.scan import SPLIT_SIZES as SCAN_SPLIT_SIZES
 from critwin.errors import ConfigError
+from critwin.vocabulary import STORED_READING
 
 VARIANTS = {"permutation": "anchor_permutation", "shift": "anchor_shift"}
 
 
-def add_reading_args(parser):
-    """--decay-form, --decay-set, --head-bias. Default: the paper's Eq. 4, an L2 penalty on every
-    non-embedding parameter through the optimizer; the decoupled readings are variations."""
-    parser.add_argument("--decay-form", choices=DECAY_FORMS, default=PAPER_READING["decay_form"],
-                        help="l2 penalty through the optimizer (default: the paper's Eq. 4), decoupled shrink after"
-                             " the step (a variation), or adam_scaled (an intervention: the penalty's gradient"
-                             " normalised per coordinate as in Adam, outside Adam's moments)")
-    parser.add_argument("--decay-set", choices=DECAY_SETS, default=PAPER_READING["decay_set"],
-                        help="what decay touches: non_embedding (theta minus E; default), matrices, all")
-    parser.add_argument("--head-bias", action="store_true", help="give the unembedding a bias")
-
-
 def add_training_args(p):
-    p.add_argument("--gamma", type=float, default=0.8, help="init scale (see --init)")
+    add_gamma(p, help="init scale (see --init)")
     p.add_argument("--init", choices=INITS, default="multiplier",
                    help="multiplier: std = gamma/sqrt(d_in); exponent: std = d_in^-gamma; pytorch: PyTorch's module"
                         " defaults (the Alchemy authors' code; gamma unused)")
@@ -44,7 +33,7 @@ def add_training_args(p):
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--steps", type=int, default=20000)
     p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--optimizer", choices=("adamw", "sgd"), default="adamw")
+    add_optimizer(p)
     p.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--lr-schedule", choices=("constant", "cosine"), default="constant",
@@ -141,7 +130,8 @@ def cmd_scan(args):
     return train_one(args, config_from_args(args, f"scan_{args.split}"))
 
 
-ALCHEMY_FALLBACKS = {"decay_form": "decoupled", "decay_set": "matrices", "init": "multiplier",
+# Alchemy is not the anchor paper: its runs keep the stored reading where no preset sets one
+ALCHEMY_FALLBACKS = {"decay_form": STORED_READING["decay_form"], "decay_set": STORED_READING["decay_set"], "init": "multiplier",
                      "layer_init": "independent"}
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-DECAY_FORMS = ("decoupled", "l2", "adam_scaled")
+from critwin.vocabulary import DECAY_FORMS
 
 
 @torch.no_grad()

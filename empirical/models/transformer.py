@@ -22,10 +22,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from critwin.errors import ConfigError
+from critwin.vocabulary import DECAY_SETS
 
 INITS = ("multiplier", "exponent", "pytorch")
 LAYER_INITS = ("independent", "cloned")
-DECAY_SETS = ("matrices", "non_embedding", "all")
 NORMS = ("pre", "post")
 POSITIONS = ("learned", "sinusoidal")
 ACTIVATIONS = ("gelu", "relu")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from critwin import figures
-from critwin.cli.common import add_store_args, attach_figure, figure_args, on_corrupt, reader
+from critwin.cli.common import add_optimizer, add_store_args, attach_figure, figure_args, on_corrupt, reader
 from critwin.table import format_table
 
 
@@ -14,8 +14,7 @@ def register(sub):
     add_store_args(p)
     p.add_argument("--reading", default=None, help="only runs of this reading, e.g. l2/non_embedding")
     p.add_argument("--wd", type=float, default=None, help="only windows of this decay value")
-    p.add_argument("--optimizer", choices=("adamw", "sgd"), default="adamw",
-                   help="only runs of this optimizer (AMSGrad and frozen-second-moment runs left out)")
+    add_optimizer(p, help="only runs of this optimizer (AMSGrad and frozen-second-moment runs left out)")
     p.add_argument("--fit-gamma", type=float, default=0.8)
     p.add_argument("--level", type=float, default=0.5, help="final OOD accuracy that counts as composing")
     p.add_argument("--mem-level", type=float, default=0.9)

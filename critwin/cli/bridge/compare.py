@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from critwin import figures
 from critwin.bridge.compare import as_frame, compare
-from critwin.cli.common import add_store_args, attach_figure, figure_args, on_corrupt, reader
+from critwin.cli.common import add_gamma, add_store_args, attach_figure, figure_args, on_corrupt, reader
 from critwin.errors import ConfigError
 from critwin.table import format_table
 
@@ -11,7 +11,7 @@ from critwin.table import format_table
 def register(sub):
     p = sub.add_parser("compare", help="predicted vs observed windows for the onset sweeps in a store")
     add_store_args(p)
-    p.add_argument("--gamma", type=float, nargs="+", default=None, help="only these gammas")
+    add_gamma(p, "+", None, "only these gammas")
     p.add_argument("--threshold", type=float, default=0.5)
     p.add_argument("--metric", default="ood_acc")
     p.add_argument("--methods", nargs="+", choices=("recipe", "recipe_adamw", "recipe_run", "reduced", "full", "adamw",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from critwin.cli.common import add_store_args, on_corrupt, reader
+from critwin.cli.common import add_gamma, add_store_args, on_corrupt, reader
 from critwin.errors import ConfigError
 from critwin.table import format_table
 
@@ -20,7 +20,7 @@ def register(sub):
                         " max of v; frozen-v: v held from --from-step")
     p.add_argument("--match", nargs="+", required=True,
                    help="source schedules, e.g. '5000:10000@0.004' or 'l2/non_embedding 0:5000@0.004'")
-    p.add_argument("--gamma", type=float, default=None, help="only source runs at this gamma")
+    add_gamma(p, default=None, help="only source runs at this gamma")
     p.add_argument("--task-seeds", type=int, nargs="+", default=None, help="only these task instances")
     p.add_argument("--seeds", type=int, nargs="+", default=None, help="only these init seeds")
     p.add_argument("--from-step", type=int, default=None, help="frozen-v: the step v is held from")

@@ -2,16 +2,17 @@
 from __future__ import annotations
 
 from critwin import figures
-from critwin.cli.common import add_store_args, attach_figure, figure_args, on_corrupt, reader
+from critwin.cli.common import add_gamma, add_store_args, attach_figure, figure_args, on_corrupt, reader
 from critwin.errors import ConfigError
 from critwin.table import format_table
+from critwin.vocabulary import PAPER_GAMMAS
 
 
 def register(sub):
     p = sub.add_parser("left-edge", help="the L2 window's left edge from Adam's gain in the first steps: fit the"
                                          " threshold at one gamma, predict the others")
     add_store_args(p)
-    p.add_argument("--gamma", type=float, nargs="+", default=[0.5, 0.8, 1.1])
+    add_gamma(p, "+", PAPER_GAMMAS)
     p.add_argument("--wd", type=float, nargs="+", default=[1e-3, 4e-3, 1.6e-2],
                    help="penalty strengths to predict (cells with onset sweeps in the store are added)")
     p.add_argument("--reading", default="l2/non_embedding", help="decay reading of the onset sweeps compared with")

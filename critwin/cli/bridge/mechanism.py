@@ -1,7 +1,7 @@
 """`critwin bridge mechanism`: the state each decay schedule and optimizer variant leaves over training."""
 from __future__ import annotations
 
-from critwin.cli.common import add_store_args, on_corrupt, reader
+from critwin.cli.common import add_gamma, add_store_args, on_corrupt, reader
 from critwin.table import format_table
 
 
@@ -10,7 +10,7 @@ def register(sub):
                                          " training (norm, condensation, alignment, Adam's effective shrink)")
     add_store_args(p)
     p.add_argument("--steps", type=int, nargs="+", default=[400, 5000, 10000, 20000])
-    p.add_argument("--gamma", type=float, default=None, help="only runs at this gamma")
+    add_gamma(p, default=None, help="only runs at this gamma")
     p.add_argument("--match", nargs="+", default=None,
                    help="only variants whose label contains one of these texts, e.g. 5000:10000 'no decay'")
     p.add_argument("--out-csv", default=None, help="also write the table as CSV")

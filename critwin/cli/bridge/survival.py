@@ -2,15 +2,16 @@
 from __future__ import annotations
 
 from critwin import figures
-from critwin.cli.common import attach_figure, figure_args
+from critwin.cli.common import add_gamma, add_optimizer, attach_figure, figure_args
 from critwin.table import format_table
+from critwin.vocabulary import PAPER_GAMMAS, RUN_OPTIMIZERS
 
 
 def register(sub):
     p = sub.add_parser("survival", help="predicted L2 left edges from no-decay probes: the composition model"
                                         " read coordinate by coordinate (nothing fitted)")
-    p.add_argument("--optimizer", nargs="+", choices=("adamw", "sgd"), default=["adamw", "sgd"])
-    p.add_argument("--gamma", type=float, nargs="+", default=[0.5, 0.8, 1.1])
+    add_optimizer(p, "+", list(RUN_OPTIMIZERS))
+    add_gamma(p, "+", PAPER_GAMMAS)
     p.add_argument("--wd", type=float, nargs="+", default=[4e-3, 1.6e-2], help="penalty strengths lambda")
     p.add_argument("--task-seeds", type=int, default=3, help="task instances 0..N-1 per gamma")
     p.add_argument("--seeds", type=int, default=2, help="init seeds 0..N-1 per task instance")

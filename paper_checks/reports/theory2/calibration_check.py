@@ -59,10 +59,10 @@ def main(store_path: str) -> dict:
     share = {g: (NO_DECAY_OOD[g] - CHANCE) / (1 - CHANCE) for g in GAMMAS}
     out = {"inputs": {str(g): inp[g] for g in GAMMAS}, "no_decay_share": {str(g): share[g] for g in GAMMAS}}
     for name, base in readings(inp).items():
-        s_m = {g: calibrate_s_m(base[g], inp[g]["t_half"], LR, "adam", betas=BETAS) for g in GAMMAS}
+        s_m = {g: calibrate_s_m(base[g], inp[g]["t_half"], LR, "adamw", betas=BETAS) for g in GAMMAS}
         common = float(np.exp(np.mean(np.log(list(s_m.values())))))
         reach = {str(g): {f"{s:g}": float(reasoning_fraction(simulate(replace(base[g], s_m=common, s_r=s),
-                                                                       np.zeros((1, TOTAL)), LR, "adam",
+                                                                       np.zeros((1, TOTAL)), LR, "adamw",
                                                                        betas=BETAS, every=TOTAL))[0])
                           for s in S_R_GRID} for g in GAMMAS}
         out[name] = {"s_m_per_gamma": {str(g): v for g, v in s_m.items()},
