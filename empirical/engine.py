@@ -41,6 +41,7 @@ from critwin.empirical.metrics import (
 )
 from critwin.empirical.metrics.evaluate import EVAL_ATTENTION_BUDGET
 from critwin.empirical.models.stacked import MemberDropout, stacked_logits
+from critwin.empirical.stepper import Stepper
 from critwin.empirical.store import Run
 from critwin.empirical.train import (
     _device,
@@ -171,7 +172,7 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None, re
             for m in members]
 
 
-class PackStepper:
+class PackStepper(Stepper):
     """The step of a pack stacked along a leading member axis, for `loop.drive`: one forward
     and backward for all members (`models/stacked.py`), one optimizer step over the stacked
     tensors, per-member learning rates, freezes (a frozen slice gets its weights and moments

@@ -2,8 +2,8 @@
 
 The driver owns what every training shares: each member's batch order, the learning-rate and
 decay schedules, the evaluation rhythm, divergence, checkpoints, the resume state's rhythm and
-the progress bar. A stepper owns only its representation, as scipy's OdeSolver subclasses own
-only `_step_impl`: `forward` (the batch's losses), `update` (backward, freezes, optimizer step,
+the progress bar. A stepper (a `stepper.Stepper`) owns only its representation, as scipy's OdeSolver
+subclasses own only `_step_impl`: `forward` (the batch's losses), `update` (backward, freezes, optimizer step,
 decay), `evaluate` (log every live member), `state`/`restore` (what a killed run continues
 from). `train.ModelStepper` steps one nn.Module with a torch optimizer; `engine.PackStepper`
 steps a pack of members stacked along a leading axis. One member for a run, E for a pack.

@@ -30,6 +30,7 @@ from critwin.empirical.metrics import (
     weight_metrics,
 )
 from critwin.empirical.models import Transformer
+from critwin.empirical.stepper import Stepper
 from critwin.empirical.store import Run
 from critwin.empirical.tasks import make_task
 from critwin.empirical.tasks.sequence import (
@@ -162,7 +163,7 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
                       {"resumed_from_step": out.first} if out.resumed else None)
 
 
-class ModelStepper:
+class ModelStepper(Stepper):
     """The step of one model with its torch optimizer, for `loop.drive`: freezes (a frozen
     parameter gets no gradient, so no update and no moment update; 'rebuild' starts a fresh
     optimizer over the rest), clipping, the lr schedule's value, decay through interventions/."""
