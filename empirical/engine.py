@@ -212,6 +212,10 @@ class PackStepper(Stepper):
         p = cfg0.model.dropout
         self.drop = MemberDropout(p, list(rng), device) if p > 0 else None
 
+    @classmethod
+    def accepts(cls, cfg: TrainConfig, pack: int | None) -> bool:
+        return on_engine(cfg, pack)
+
     def frozen(self, e: int, step: int) -> set:
         return {n for n, s in self.frozen_from[e].items() if step >= s}
 

@@ -4,7 +4,8 @@ As scipy's `OdeSolver` subclasses own only their step and `solve_ivp` owns the r
 only its representation of the weights and how one step changes them; the driver owns batches,
 schedules, evaluation rhythm, divergence, checkpoints, resume and progress. A subclass sets
 `identity` (what its resume state is checked against: one config, or the list of a pack's) and
-`label` (the progress bar's text), and writes the five methods below.
+`label` (the progress bar's text), writes the five methods below, and says in `accepts` which configs
+it trains (the registry, `steppers.STEPPERS`, asks it).
 """
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ class Stepper(ABC):
 
     identity: object
     label: str
+
+    @classmethod
+    def accepts(cls, cfg, pack: int | None) -> bool:
+        """Whether this stepper trains `cfg` in a sweep whose pack size is `pack` (`steppers.choose_stepper`)."""
+        return True
 
     @abstractmethod
     def forward(self, batches: list) -> list[bool]:

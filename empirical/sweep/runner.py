@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 from critwin.empirical.config import TrainConfig
-from critwin.empirical.engine import on_engine, pack_size, packs
+from critwin.empirical.engine import pack_size, packs
+from critwin.empirical.steppers import choose_stepper
 from critwin.empirical.environment import environment
 from critwin.empirical.store import Run, RunStore
 from critwin.empirical.sweep.executors import LOST, LocalExecutor, Pack, Pause, lost_advice, run_pack
@@ -132,7 +133,7 @@ def resumed_packs(store: RunStore, todo: list[TrainConfig], size: int | None, st
         for rid in ids:
             pack_files.setdefault(rid, set()).add(path)
         group = [by_id.get(rid) for rid in ids]
-        if (None not in group and not taken & set(ids) and all(on_engine(c, size) for c in group)
+        if (None not in group and not taken & set(ids) and all(choose_stepper(c, size) == "pack" for c in group)
                 and len(group) <= pack_size(size, group[0].device)):
             out.append(group)
             taken |= set(ids)
@@ -164,8 +165,8 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
     for c in todo:                   # a branch needs its source's checkpoint: refuse before any training
         if c.branch and c.branch_point()[1] not in store.checkpoint_steps(c.branch_point()[0]):
             store.checkpoint(*c.branch_point())      # raises, naming the checkpoints the source has
-    if pause is not None and any(on_engine(c, pack if pack is not None else getattr(executor, "pack", None))
-                                 for c in todo):
+    size = pack if pack is not None else getattr(executor, "pack", None)
+    if pause is not None and any(choose_stepper(c, size) == "pack" for c in todo):
         raise ConfigError("pause", pause, "runs trained alone (branches, or a sweep with pack 1)")
     res = SweepResult(len(configs), skipped=skip)
     claims: set = set()
@@ -197,7 +198,7 @@ def run_sweep(configs: list[TrainConfig], store: RunStore, executor=None, retry_
                     bar.update(1)
                     continue
                 claims.add(rid)
-                if on_engine(c, size) and not store.resume_path(rid).exists():    # a pack member (packs do not branch)
+                if choose_stepper(c, size) == "pack" and not store.resume_path(rid).exists():    # a pack member (packs do not branch)
                     items.append(c.resolved())
                     ids.append(rid)
                     continue
