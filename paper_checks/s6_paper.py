@@ -262,14 +262,14 @@ def baseline_config(flat: dict, seed: int, freeze_eps: list):
 
 
 def branch_config(baseline, component: str, freeze_epoch: float, spe: int):
-    from critwin.bridge.stage_detection import frozen_configs
+    from critwin.bridge.plasticity import frozen_configs
     step = int(round(freeze_epoch * spe))
     return frozen_configs({baseline.seed: baseline}, component, [step], freeze_optimizer="rebuild")[(step, baseline.seed)]
 
 
 def read_timings(store, cfg, spe: float, protocol_epochs: int, metrics=(ANCHOR,) + PAPER_STAGES) -> dict | None:
     """The run's held-out stage timings as far as it got (None: nothing stored), with `status` and `step`."""
-    from critwin.bridge.stage_detection import stage_timing
+    from critwin.empirical.metrics.stages import stage_timing
     got = store.so_far(cfg.run_id())
     if got is None:
         return None
@@ -372,7 +372,7 @@ def train(protocol: Protocol, store, executor=None, progress: bool = True, seeds
           device: str = "cpu") -> None:
     """Probes, then baselines, then the branches (latest freeze first), each phase resumable: stored runs are
     skipped, paused runs already where their pause leaves them are not trained again, killed runs continue."""
-    from critwin.bridge.stage_detection import StageReached
+    from critwin.empirical.metrics.stages import StageReached
     from critwin.empirical.sweep import Pause, run_sweep
     p = plan(protocol, store, seeds, device)
     probes = [r["probe"] for r in p["per_seed"].values()]
@@ -383,7 +383,7 @@ def train(protocol: Protocol, store, executor=None, progress: bool = True, seeds
     p = plan(protocol, store, seeds, device)
     branches = [c for r in p["per_seed"].values() for c in r["branches"].values()]
     branches.sort(key=lambda c: -c.branch_point()[1])
-    from critwin.bridge.stage_detection import StagesReached
+    from critwin.empirical.metrics.stages import StagesReached
     run_sweep(branches, store, executor, progress=progress, pack=1, pause=Pause(when=StagesReached(PAPER_STAGES)))
 
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from critwin.bridge.stage_detection import StagesReached, stage_timing
+from critwin.empirical.metrics.stages import StagesReached, stage_timing
 from critwin.paper_checks.s6_paper import (
     PROTOCOLS,
     Protocol,
