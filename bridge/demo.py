@@ -145,7 +145,9 @@ def render(res: dict) -> str:
                      f"{reg['measured_runs']} runs measured; `critwin bridge score paper_checks/reports/theory3/"
                      "registration.json paper_checks/reports/theory3/measured`):")
         lines += [f"  over {r['baseline']}, {r['score']}: {r['skill']:+.3f} (90% {r['lo']:+.3f} to {r['hi']:+.3f}; "
-                  f"{r['verdict']})" for r in reg["skill"]]
+                  f"{r['verdict']})" if r["skill"] == r["skill"] else
+                  f"  over {r['baseline']}, {r['score']}: undefined (every measured run has the same outcome)"
+                  for r in reg["skill"]]
     elif reg:
         lines.append(f"registered panel: {reg['measured_cells']} of {reg['cells']} cells measured, no skill score yet")
     lines.append(f"figure: {res['figure']}   runs: {res['store']}   ({res['wall_seconds']:.0f} s)")
