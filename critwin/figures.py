@@ -479,9 +479,4 @@ def plot_demo(plans, outcomes: dict, edge, constant, path, title: str = "") -> P
     ax.set_ylim(-0.02, 1.02)
     ax.set_title(title, fontsize=8)
     ax.legend(fontsize=8, loc="center right")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)

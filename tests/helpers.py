@@ -74,3 +74,14 @@ def pool_workers(parent: int) -> list[int]:
         if int(stat.rsplit(")", 1)[1].split()[1]) == parent and "spawn_main" in cmd:
             out.append(int(d.name))
     return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (0 once it is gone)."""
+    import os
+    from pathlib import Path
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -13,7 +13,7 @@ import pytest
 
 from critwin.cli.main import main
 from critwin.empirical import RunStore
-from helpers import default_sigint, pool_workers
+from helpers import cpu_seconds, default_sigint, pool_workers
 
 CRITWIN = [sys.executable, "-m", "critwin.cli"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "CRITWIN_RESUME_SECONDS": "0"}
@@ -164,15 +164,6 @@ def test_ctrl_c_stores_the_finished_runs_and_leaves_the_rest_resumable(tmp_path)
                            capture_output=True, text=True, timeout=600)
     res = json.loads(again.stdout)
     assert again.returncode == 0 and res["done"] == 6 - n and res["skipped"] == n
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far (0 once it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def test_sigterm_to_a_pool_sweep_keeps_what_its_workers_trained(tmp_path):

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from helpers import default_sigint, pool_workers
+from helpers import cpu_seconds, default_sigint, pool_workers
 
 ROOT = Path(__file__).resolve().parents[1]
 CRITWIN = [sys.executable, "-m", "critwin.cli"]
@@ -50,14 +50,6 @@ def test_sigint_to_workers_still_importing_is_ignored_without_a_traceback(tmp_pa
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert proc.returncode == 0 and json.loads(out)["done"] == 4, (proc.returncode, out, err)
     assert hit, "never saw a worker start"
-
-
-def cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def test_a_worker_killed_before_its_first_resume_state_is_not_said_to_have_one(tmp_path):
