@@ -40,6 +40,7 @@ class Protocol:
     seeds: int = 3
     every: int = 10          # epochs between freeze points, and the delay a window needs (the paper: 10)
     label: str = ""
+    overrides: tuple = ()    # (key, value) pairs over the size's preset (flat config keys)
 
 
 PROTOCOLS = {
@@ -49,6 +50,12 @@ PROTOCOLS = {
     # the authors' recipe (their code's init, optimizer and query format) at the paper's 1,000 epochs, freeze at
     # t_A + 0..240 (25 points, as their held-out runs), embedding and 4 layers: a GPU job
     "authors": Protocol("authors", "authors", None, 1000, 25, label="the authors' recipe, 1000 epochs"),
+    # a test size, never a result: the quick preset widened to d 32, lr 3e-3 and 128 chemistries a split (the
+    # fewest with which held-out A completes, at epoch 5 on seed 0), one evaluation an epoch (64 steps), 9 epochs,
+    # 1 seed, freeze at t_A + 0, 2: it runs every part of the training path in well under a minute of one CPU
+    "quick": Protocol("quick", "quick", "stone_states", 9, 2, seeds=1, every=2,
+                      label="TEST SIZE, not a result: stone tokens, quick size, 9 epochs",
+                      overrides=(("d", 32), ("lr", 3e-3), ("chemistries", 128), ("eval_every", 64))),
 }
 
 
@@ -241,7 +248,8 @@ def components(flat: dict) -> list[str]:
 def base_flat(protocol: Protocol, device: str = "cpu") -> dict:
     from critwin.empirical.presets import alchemy_flat
     flat = alchemy_flat(protocol.size, "withheld", None, protocol.epochs, freeze_optimizer="rebuild",
-                        **({"input_format": protocol.input_format} if protocol.input_format else {}))
+                        **({"input_format": protocol.input_format} if protocol.input_format else {}),
+                        **dict(protocol.overrides))
     return {**flat, **({"device": device} if device != "cpu" else {})}
 
 
@@ -353,7 +361,7 @@ def dry_run(protocol: Protocol, store, seeds: int | None = None, device: str = "
         st = store.status(r["probe"].run_id()) or "to train"
         lines.append(f"seed {s}: probe {r['probe'].run_id()} ({st}; paused once A completes)")
         if r["t_a"] is None:
-            lines.append(f"  t_A unknown until the probe completes A: then a baseline with checkpoints at t_A + 10 k"
+            lines.append(f"  t_A unknown until the probe completes A: then a baseline with checkpoints at t_A + {protocol.every} k"
                          f" and up to {len(p['components']) * protocol.points} branches")
             continue
         b = r["baseline"]

@@ -34,7 +34,7 @@ def cmd_paper_form(args):
     protocol = s6_paper.protocol_named(args.paper_form)
     store = RunStore(args.store)
     if args.dry_run:
-        text = s6_paper.dry_run(protocol, store, args.seeds, args.device, 1.0 if protocol.size == "cpu" else 75.0)
+        text = s6_paper.dry_run(protocol, store, args.seeds, args.device, 75.0 if protocol.size == "authors" else 1.0)
         return {"dry_run": text}, text
     if args.train:
         with executor_from(args) as ex:
@@ -147,10 +147,11 @@ def register(parser):
                              " (labelled)")
     parser.add_argument("--freeze-points", type=int, default=None,
                         help="S6 only: this many freeze steps, evenly spaced, instead of the protocol's 9 (labelled)")
-    parser.add_argument("--paper-form", choices=("stone_cpu", "authors"), default=None,
+    parser.add_argument("--paper-form", choices=("stone_cpu", "authors", "quick"), default=None,
                         help="S6 only: the paper's form (freeze from A's completion, every 10 epochs; time B given A and"
                              " C given A,B): stone_cpu (registered: stone tokens, cpu size, 100 epochs, 3 seeds) or"
-                             " authors (the authors' recipe, 1000 epochs, 25 freeze points); resumable")
+                             " authors (the authors' recipe, 1000 epochs, 25 freeze points); quick: a test size (9 epochs, 1 seed),"
+                             " never a result; resumable")
     parser.add_argument("--dry-run", action="store_true",
                         help="with --paper-form: list the runs (and what the store has) without training")
     parser.add_argument("--variant", action="append", dest="variants", metavar="NAME",

@@ -10,6 +10,8 @@
 #     ones, 15.5 h at most)
 #   PROTOCOL=authors: the authors' recipe, 1000 epochs, 3 seeds, embedding and 4 layers frozen at t_A + 0..240
 #     (3 probes, 3 baselines, at most 375 branches: a GPU job, DEVICE=cuda)
+#   PROTOCOL=quick: a test size, never a result (quick preset, 128 chemistries, 9 epochs, 1 seed, freeze at
+#     t_A + 0, 2): every part of the training path in under a minute of one CPU
 # Usage: STORE=runs/s6_paper [PROTOCOL=stone_cpu] [WORKERS=1] [DEVICE=cpu] bash s6_paper.sh [--dry-run | --no-train]
 set -euo pipefail
 STORE="${STORE:-runs/s6_paper}"
