@@ -50,7 +50,7 @@ def censored_text(epochs, protocol_epochs: int) -> str:
     e = [float(x) for x in np.atleast_1d(epochs)]
     lo, hi = min(e), max(e)
     fmt = lambda x: f"{round(x, 1):g}"   # noqa: E731
-    pct = lambda x: f"{100 * x / protocol_epochs:.2g}"   # noqa: E731
+    pct = lambda x: (lambda v: f"{v:.0f}" if v >= 99.5 else f"{v:.2g}")(100 * x / protocol_epochs)   # noqa: E731
     if fmt(lo) == fmt(hi):
         return f"censored at epoch {fmt(hi)} of the protocol's {protocol_epochs} ({pct(hi)}%)"
     return f"censored at epochs {fmt(lo)}-{fmt(hi)} of the protocol's {protocol_epochs} ({pct(lo)}-{pct(hi)}%)"

@@ -180,7 +180,7 @@ def test_verdict_rule_reproduced_not_reproduced_inconclusive():
                          "layer1": (["w10", "n", "c"], ["n", "n", "c"])}))
     j = judge(w, layers, 3, 100)
     assert j["per_component"]["layer1"] == "inconclusive"
-    assert j["claim"] == "inconclusive (censored at epoch 100 of the protocol's 100 (1e+02%))"
+    assert j["claim"] == "inconclusive (censored at epoch 100 of the protocol's 100 (100%))"
 
 
 def test_verdict_rule_layers_against_the_embedding():
@@ -266,3 +266,102 @@ def test_measure_and_verdict_on_a_hand_built_store():
     assert d[("layer0", "p_b_given_a", 1)]["delay"] == 80 and d[("layer0", "p_b_given_a", 1)]["lower_bound"]
     assert d[("embedding", "p_b_given_a", 11)]["status"] == "closed"
     assert d[("layer1", "p_c_given_ab", 11)]["kind"] == "inherited"
+
+
+def _state(root):
+    """Every stored run folder and file under a store, with its size and modification time."""
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def _component_names(cfg, state: dict) -> dict:
+    """Component -> its parameters' names in a checkpoint's model state (from the model's own `components`)."""
+    from critwin.empirical.train import build_model
+    model = build_model(cfg, state["tok.weight"].shape[0], state["pos.weight"].shape[0], state["unembed.weight"].shape[0])
+    names = {id(p): n for n, p in model.named_parameters()}
+    return {c: [names[id(p)] for p in ps] for c, ps in model.components().items()}
+
+
+def test_quick_protocol_trains_the_whole_path(tmp_path, capsys):
+    """The training path end to end at the quick (test) size, through the real command: the probe pauses at A's
+    completion, the baseline checkpoints at the freeze points, one branch per component and point freezes that
+    component from that checkpoint (its parameters unchanged after), the timing rows and the verdict, and a
+    rerun that trains nothing."""
+    import json
+    from dataclasses import replace
+
+    import torch
+
+    from critwin.cli.main import main
+    from critwin.empirical.metrics.stages import StageReached
+    from critwin.empirical.store import RunStore
+    from critwin.empirical.sweep import run_sweep
+    from critwin.empirical.sweep.executors import LocalExecutor
+    from critwin.paper_checks.s6_paper import PAPER_STAGES, plan, settled, read_timings
+
+    prot = PROTOCOLS["quick"]
+    assert "TEST SIZE" in prot.label
+    root, results = tmp_path / "store", tmp_path / "results"
+    cmd = ["check", "S6", "--paper-form", "quick", "--store", str(root), "--results", str(results),
+           "--workers", "1", "--no-progress"]
+    assert main(cmd) == 0
+    out = capsys.readouterr().out
+    store = RunStore(root)
+    p = plan(prot, store)
+    spe, r = p["spe"], p["per_seed"][0]
+    assert p["flat"]["eval_every"] == spe and p["components"] == ["embedding", "layer0", "layer1"]
+
+    # the probe: paused at the first evaluation where A has completed (three in a row), before the end
+    probe = store.load(r["probe"].run_id())
+    assert store.status(r["probe"].run_id()) == "paused" and probe.steps_done < r["probe"].steps
+    rows = list(probe.metrics.itertuples(index=False, name=None))
+    assert StageReached("event_a")(rows)
+    assert not StageReached("event_a")([x for x in rows if x[0] < probe.steps_done])
+    assert r["t_a"] is not None and r["freeze_epochs"] == freeze_epochs(r["t_a"], prot) and len(r["freeze_epochs"]) == 2
+
+    # the baseline: the probe's config to the end, a checkpoint at each freeze point
+    base = r["baseline"]
+    steps = [int(f * spe) for f in r["freeze_epochs"]]
+    assert store.status(base.run_id()) == "complete" and store.load(base.run_id()).steps_done == base.steps
+    assert sorted(store.checkpoint_steps(base.run_id())) == steps
+    assert replace(base, checkpoints=()) == replace(r["probe"], checkpoints=())
+
+    # the branches: every component at every point (no later stage completes this early in the baseline)
+    assert set(r["branches"]) == {(c, f) for c in p["components"] for f in r["freeze_epochs"]}
+    for (c, f), cfg in r["branches"].items():
+        assert cfg.freeze == ((c, int(f * spe)),) and cfg.branch == f"{base.run_id()}@{int(f * spe)}"
+        assert cfg.freeze_optimizer == "rebuild" and cfg.checkpoints == ()
+        assert replace(cfg, freeze=(), branch=None, freeze_optimizer=base.freeze_optimizer) == replace(base, checkpoints=())
+        t = read_timings(store, cfg, spe, prot.epochs)
+        assert settled(t) and store.status(cfg.run_id()) in ("complete", "paused")
+        # a branch's curve holds the baseline's up to its freeze step (it continues from the checkpoint)
+        fm, bm = store.load(cfg.run_id()).metrics, store.load(base.run_id()).metrics
+        assert fm.step.min() > int(f * spe) or set(fm.step) <= set(bm.step)
+
+    # the timing rows: every (component, freeze point, seed) for both later stages; the verdict is written
+    res = json.loads(next(results.glob("S6_paper_form_quick*.json")).read_text())
+    have = {(d["component"], d["stage"], d["freeze_epoch"], d["seed"]) for d in res["delays"]}
+    assert have == {(c, st, f, 0) for c in p["components"] for st in PAPER_STAGES for f in r["freeze_epochs"]}
+    assert "incomplete" not in res["verdict"] and res["verdict"].endswith(f"({prot.label})")
+    assert f"verdict: {res['verdict']}" in out and res["protocol"] == "quick"
+
+    # rerun: nothing trains, nothing in the store changes
+    before = _state(root)
+    assert main(cmd) == 0
+    assert _state(root) == before
+
+    # each branch replayed with a checkpoint at its last step (the same training: the same curves): the frozen
+    # component's parameters there equal the baseline's checkpoint at the freeze step, the others moved
+    for (c, f), cfg in r["branches"].items():
+        got = store.load(cfg.run_id())
+        again = replace(cfg, checkpoints=(got.steps_done,))
+        run_sweep([again], store, LocalExecutor(1), progress=False, pack=1)
+        a = store.load(again.run_id()).metrics
+        cols = ["step", "split", "metric", "value"]
+        assert a[cols].reset_index(drop=True).equals(got.metrics[cols].reset_index(drop=True))
+        w_f = store.checkpoint(base.run_id(), int(f * spe))["model"]
+        w_end = store.checkpoint(again.run_id(), got.steps_done)["model"]
+        names = _component_names(cfg, w_f)
+        for comp in p["components"]:
+            same = all(torch.equal(w_f[n], w_end[n]) for n in names[comp])
+            assert same == (comp == c), (c, f, comp)
