@@ -5,7 +5,7 @@ decay schedules, the evaluation rhythm, divergence, checkpoints, the resume stat
 the progress bar. A stepper (a `stepper.Stepper`) owns only its representation, as scipy's OdeSolver
 subclasses own only `_step_impl`: `forward` (the batch's losses), `update` (backward, freezes, optimizer step,
 decay), `evaluate` (log every live member), `state`/`restore` (what a killed run continues
-from). `train.ModelStepper` steps one nn.Module with a torch optimizer; `engine.PackStepper`
+from). `steppers.model.ModelStepper` steps one nn.Module with a torch optimizer; `steppers.pack.PackStepper`
 steps a pack of members stacked along a leading axis. One member for a run, E for a pack.
 """
 from __future__ import annotations

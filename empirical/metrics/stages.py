@@ -233,7 +233,7 @@ def stage_curve(task: str, split: str | None, metrics: str | None) -> tuple[str,
 
 def check_curves(cfg, split: str, metrics) -> None:
     """Refuse, before any training, a split or metric that `cfg`'s runs do not log (naming those they do)."""
-    from critwin.empirical.train import logged_curves
+    from critwin.empirical.training_parts import logged_curves
     curves = logged_curves(cfg)
     if split not in curves:
         raise ConfigError("split", split, f"a split task {cfg.task} logs: {', '.join(curves)}")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 from critwin.empirical.store import load_summaries
-from critwin.empirical.train import censored_reach
+from critwin.empirical.training_parts import censored_reach
 
 from critwin.errors import ConfigError
 
