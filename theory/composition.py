@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import sympy as sp
+from critwin.theory.adam import adam_step
 
 from critwin.errors import ConfigError
 from critwin.vocabulary import THEORY_OPTIMIZERS as OPTIMIZERS
@@ -114,7 +115,6 @@ def simulate(model: CompositionModel, lam: np.ndarray, lr: float, optimizer: str
         for k, v in (("steps", t), ("x", x), ("rho", rho), ("eps", 1 - x - rho), ("m", m.copy()), ("q", q.copy())):
             out[k].append(v)
     log(0)
-    b1, b2 = betas
     for t in range(T):
         e = 1 - c.s_m * m ** c.p - c.s_r * q ** c.r
         # per-coordinate gradients of the loss (a factor of norm f spread over n coordinates)
@@ -126,9 +126,7 @@ def simulate(model: CompositionModel, lam: np.ndarray, lr: float, optimizer: str
             mom = momentum * mom + g
             step = lr * mom
         else:
-            mom = b1 * mom + (1 - b1) * g
-            sec = b2 * sec + (1 - b2) * g * g
-            step = lr * (mom / (1 - b1 ** (t + 1))) / (np.sqrt(sec / (1 - b2 ** (t + 1))) + eps)
+            step = adam_step(mom, sec, g, t + 1, lr, betas, eps)
         m = np.maximum(m - sq[0] * step[0], 0.0)
         q = np.maximum(q - sq[1] * step[1], 0.0)
         if (t + 1) % every == 0 or t + 1 == T:

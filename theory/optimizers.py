@@ -9,6 +9,7 @@ so Adam divides it by its gradient scale.
 from __future__ import annotations
 
 import numpy as np
+from critwin.theory.adam import adam_step
 from critwin.theory.setting import Problem
 from critwin.theory.stylised import (
     Params,
@@ -87,13 +88,7 @@ def run_discrete(p: Problem, q: Params, schedule, eta: float, optimizer: str = "
                 b += ga
                 a -= eta * b
             else:
-                b *= betas[0]
-                b += (1 - betas[0]) * ga
-                s2 *= betas[1]
-                s2 += (1 - betas[1]) * ga**2
-                mhat = b / (1 - betas[0] ** (t + 1))
-                vhat = s2 / (1 - betas[1] ** (t + 1))
-                a -= eta * mhat / (np.sqrt(vhat) + eps)
+                a -= adam_step(b, s2, ga, t + 1, eta, betas, eps)
             if decay_form == "decoupled" and lam_t.any():
                 a *= 1 - eta * lt
         if (t + 1) % eval_every == 0 or t + 1 == total:
