@@ -8,6 +8,7 @@ keep the penalty weak later on. Until `freeze_from` this is Adam with decoupled 
 from __future__ import annotations
 
 import torch
+from critwin.empirical.adam import adam_move
 
 
 class AdamFrozenSecondMoment(torch.optim.Optimizer):
@@ -34,6 +35,5 @@ class AdamFrozenSecondMoment(torch.optim.Optimizer):
                 if t <= max(self.freeze_from, 1):
                     st["exp_avg_sq"].mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
                     st["v_hat"] = st["exp_avg_sq"] / (1 - b2 ** t)
-                denom = st["v_hat"].sqrt().add_(group["eps"])
-                p.addcdiv_(st["exp_avg"], denom, value=-group["lr"] / (1 - b1 ** t))
+                p.copy_(adam_move(p, st["exp_avg"], st["v_hat"].sqrt(), group["lr"], b1, t, group["eps"]))
         return None

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 import torch.nn.functional as F
+from critwin.empirical.adam import adam_move
 from critwin.empirical.config import TrainConfig
 from critwin.empirical.interventions.stacked_decay import (
     add_stacked_l2_grad,
@@ -286,8 +287,7 @@ def _own_adam_step(params: dict, opt, before: dict, own_steps: dict, lrs) -> Non
             continue
         for e, k in own_steps.items():
             v = st["max_exp_avg_sq"][e] if ams else st["exp_avg_sq"][e]
-            denom = (v.sqrt() / (1 - b2 ** k) ** 0.5).add_(eps)
-            p[e] = before[n][e] - (float(lrs[e]) / (1 - b1 ** k)) * st["exp_avg"][e] / denom
+            p[e] = adam_move(before[n][e], st["exp_avg"][e], v.sqrt() / (1 - b2 ** k) ** 0.5, float(lrs[e]), b1, k, eps)
 
 
 @torch.no_grad()
