@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from critwin.empirical.config import TrainConfig
-from critwin.empirical.interventions import frozen_parameters
 from critwin.empirical.loop import Member, Paused, drive
 from critwin.empirical.steppers.model import ModelStepper
 from critwin.empirical.store import Run
@@ -47,7 +46,7 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
     member = Member.of(cfg, data)
     n_parameters = sum(p.numel() for p in model.parameters())
     try:
-        out = drive(ModelStepper(member, model, device, frozen_parameters), [member], start, resume, save_every,
+        out = drive(ModelStepper(member, model, device), [member], start, resume, save_every,
                     progress, on_steps, until, stop_when)
     except Paused as p:     # what was trained so far, as a run of its own status (a store keeps it)
         p.run = finish_run(cfg, data, member.rows, member.last, "paused", None, p.wall, n_parameters,

@@ -25,13 +25,10 @@ from critwin.empirical.training_parts import (
 class ModelStepper(Stepper):
     """The step of one model with its torch optimizer, for `loop.drive`: freezes (a frozen
     parameter gets no gradient, so no update and no moment update; 'rebuild' starts a fresh
-    optimizer over the rest), clipping, the lr schedule's value, decay through interventions/.
-    `frozen`: which parameters are frozen at a step (interventions' `frozen_parameters`; `train`
-    passes the one it names, so what it freezes is read where `train` lives)."""
+    optimizer over the rest), clipping, the lr schedule's value, decay through interventions/."""
 
-    def __init__(self, member: Member, model, device, frozen=frozen_parameters):
+    def __init__(self, member: Member, model, device):
         cfg = member.cfg
-        self.frozen = frozen
         self.member, self.cfg, self.model, self.device = member, cfg, model, device
         self.identity, self.label = cfg, f"{cfg.task} seed {cfg.seed}"
         self.opt = build_optimizer(cfg, model.parameters())
@@ -60,7 +57,7 @@ class ModelStepper(Stepper):
         cfg, model = self.cfg, self.model
         self.opt.zero_grad(set_to_none=True)
         self.loss.backward()
-        frozen = self.frozen(self.freezes, self.comps, step)
+        frozen = frozen_parameters(self.freezes, self.comps, step)
         for p in frozen:
             p.grad = None   # the optimizer skips it: no update, no moment update
         if cfg.freeze_optimizer == "rebuild" and any(f.step == step for f in self.freezes):
