@@ -94,7 +94,7 @@ class ModelStepper(Stepper):
             check_branch(TrainConfig.from_dict(state["config"]), cfg, first)
         self.model.load_state_dict(state["model"])
         if cfg.freeze_optimizer == "rebuild" and any(f.step < first for f in self.freezes):
-            self.opt = optimizer_over_trainable(cfg, self.model, self.frozen(self.freezes, self.comps, first - 1))
+            self.opt = optimizer_over_trainable(cfg, self.model, frozen_parameters(self.freezes, self.comps, first - 1))
         self.opt.load_state_dict(state["optimizer"])
         m.order.restore(state["generator"], state["perm"], state["ptr"])
         torch.set_rng_state(state["torch_rng"])
