@@ -7,7 +7,6 @@ method (bridge.panel, held_max) read on the demo's own probes, shown beside the 
 """
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -51,17 +50,14 @@ def predicted_edge(wd: float, task_seeds: int, seeds: int) -> tuple[float | None
 def registered_scores(folder: Path = THEORY3) -> dict:
     """The panel's registered constant edge and, once cells are measured, the methods' skill from
     `critwin bridge score` (an empty dict where this install has no panel)."""
-    import pandas as pd
-    from critwin.bridge.panel import score_panel
-    reg_path = folder / "registration.json"
-    if not reg_path.is_file():
+    from critwin.bridge.panel import load_panel, score_panel
+    if not (folder / "registration.json").is_file():
         return {}
-    reg = json.loads(reg_path.read_text())
+    reg, predicted, measured = load_panel(folder / "registration.json")
     constant = reg["cells"][0]["predicted"]["constant"]
-    files = sorted((folder / "measured").glob("*.csv"))
-    if not files:
+    if not len(measured):
         return {"constant_edge": constant, "measured_cells": 0, "cells": len(reg["cells"])}
-    out = score_panel(reg, pd.read_csv(folder / "registration_runs.csv"), pd.concat(pd.read_csv(f) for f in files))
+    out = score_panel(reg, predicted, measured)
     skill = out["skill"]
     rows = skill[(skill["method"] == "held_max")].to_dict(orient="records") if len(skill) else []
     return {"constant_edge": constant, "measured_cells": out["measured_cells"], "cells": len(reg["cells"]),

@@ -104,6 +104,20 @@ def measured_edge(runs: pd.DataFrame):
     return crossing(curve.index.to_numpy(float), curve.to_numpy(float))
 
 
+def load_panel(registration, measured=None) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    """(registration, its per-run predictions, the measured runs so far): registration.json with
+    registration_runs.csv beside it, and the <cell id>.csv files of `measured` (default: measured/ beside it;
+    none yet: an empty frame)."""
+    import json
+    from pathlib import Path
+    registration = Path(registration)
+    measured = registration.parent / "measured" if measured is None else Path(measured)
+    files = sorted(measured.glob("*.csv")) if measured.is_dir() else []
+    runs = (pd.concat([pd.read_csv(f) for f in files]) if files
+            else pd.DataFrame(columns=["cell", "onset", "task_seed", "seed", "ood_acc"]))
+    return (json.loads(registration.read_text()), pd.read_csv(registration.parent / "registration_runs.csv"), runs)
+
+
 def score_panel(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame) -> dict:
     """Per-cell and per-run tables and each method's skill over each baseline, on the measured runs only.
     predicted: registration_runs.csv; measured: rows (cell, onset, task_seed, seed, ood_acc) of finished runs."""
@@ -144,5 +158,5 @@ def score_panel(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame) -> d
             "registered_runs": int(len(predicted))}
 
 
-__all__ = ["BASELINES", "METHODS", "METHOD_TEXT", "ONSETS", "at_onset", "cell_plan", "fit_baselines", "measured_edge",
+__all__ = ["BASELINES", "METHODS", "METHOD_TEXT", "ONSETS", "at_onset", "cell_plan", "fit_baselines", "load_panel", "measured_edge",
            "method_curve", "predict_baselines", "score_panel"]

@@ -43,14 +43,8 @@ def measure_configs(reg: dict, measured) -> dict:
 
 def cmd_score_panel(args, reg: dict):
     """A panel registration: every method beside every trivial baseline, per cell and per run, with skill."""
-    import pandas as pd
-    from pathlib import Path
-    from critwin.bridge.panel import score_panel
-    here = Path(args.registration).parent
-    predicted = pd.read_csv(here / "registration_runs.csv")
-    files = sorted(Path(args.measured).glob("*.csv")) if Path(args.measured).is_dir() else []
-    measured = (pd.concat([pd.read_csv(f) for f in files]) if files
-                else pd.DataFrame(columns=["cell", "onset", "task_seed", "seed", "ood_acc"]))
+    from critwin.bridge.panel import load_panel, score_panel
+    _, predicted, measured = load_panel(args.registration, args.measured)
     out = score_panel(reg, predicted, measured)
     names = [*reg["methods"], *reg["baselines"]]
     text = [f"registration {args.registration} (registered {reg['registered']}, commit {reg['commit'][:7]}): "

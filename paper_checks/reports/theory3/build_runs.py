@@ -1,12 +1,11 @@
 """Theory III's build data, from Theory II's measurements: build_cells.csv, the 12 left edges measured before
 (6 bisected while Theory II was built, paper_checks/reports/edges and left_edge; 6 scored, theory2/measured), and
 build_runs.csv, one row per penalised run of Theory II's measured cells (its cell, task instance, seed, onset and
-final OOD accuracy), exported from a run store.
+final OOD accuracy), read from Theory II's committed run export (theory2/runs_export/).
 
-Run: python3 paper_checks/reports/theory3/build_runs.py STORE      (a store of Theory II's `critwin sweep edge` runs)
+Run: python3 paper_checks/reports/theory3/build_runs.py
 """
 import json
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -33,13 +32,15 @@ def cells():
                "edge": None if edge is None else sum(edge) / 2, "source": f"theory2/measured/{c['id']}.json"}
 
 
-def rows(store: Path):
-    for run in sorted(p for p in store.iterdir() if (p / "summary.json").is_file()):
-        cfg, summ = json.loads((run / "config.json").read_text()), json.loads((run / "summary.json").read_text())
+def rows(export: Path):
+    from critwin.paper_checks.run_export import read_export
+    _, _, records = read_export(export)
+    for rid in sorted(records):
+        cfg, summ = records[rid]["config"], records[rid]["summary"]
         if cfg.get("task") != "anchor_permutation" or len(cfg.get("wd_windows") or []) != 1:
             continue
         start, end, lam = cfg["wd_windows"][0]
-        yield {"run": run.name, "optimizer": "sgd" if cfg["optimizer"] == "sgd" else "adamw",
+        yield {"run": rid, "optimizer": "sgd" if cfg["optimizer"] == "sgd" else "adamw",
                "gamma": cfg["model"]["gamma"], "lambda": lam, "width": int(end - start), "onset": int(start),
                "task_seed": cfg["task_seed"], "seed": cfg["seed"], "steps": cfg["steps"],
                "steps_done": summ.get("steps_done"), "ood_acc": summ["final"]["ood_acc"]}
@@ -47,7 +48,6 @@ def rows(store: Path):
 
 if __name__ == "__main__":
     pd.DataFrame(cells()).to_csv(HERE / "build_cells.csv", index=False)
-    store = Path(sys.argv[1])
-    frame = pd.DataFrame(rows(store)).sort_values(["optimizer", "gamma", "lambda", "width", "onset", "task_seed", "seed"])
+    frame = pd.DataFrame(rows(THEORY2 / "runs_export")).sort_values(["optimizer", "gamma", "lambda", "width", "onset", "task_seed", "seed"])
     frame.to_csv(HERE / "build_runs.csv", index=False, float_format="%.6g")
     print(f"{len(frame)} runs -> {HERE / 'build_runs.csv'}")

@@ -39,6 +39,8 @@ def main() -> dict:
     build_runs = pd.read_csv(HERE / "build_runs.csv")
     build_cells = pd.read_csv(HERE / "build_cells.csv").to_dict(orient="records")
     base = fit_baselines(build_runs, build_cells)
+    if set(METHODS + BASELINES) & {"cell", "onset", "task_seed", "seed"}:
+        raise ValueError("a predictor named like a column of the per-run table would overwrite it")
     cells = [cell_plan("left", o, g, lam, 5000) for o in OPTIMIZERS for g in GAMMAS for lam in LAMBDAS]
     order = np.random.default_rng(ORDER_SEED).permutation(len(cells))
     cells = [cells[i] for i in order]
@@ -61,7 +63,7 @@ def main() -> dict:
                     for m in METHODS:
                         row[m] = at_onset(*method_curve(m, probes[(cell["optimizer"], cell["gamma"], ts, s)],
                                                         cell["lambda"]), onset)
-                    row.update({k: v for k, v in predict_baselines(base, cell, onset=onset).items() if k not in row})
+                    row.update(predict_baselines(base, cell, onset=onset))
                     rows.append(row)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
     reg = {
