@@ -543,7 +543,7 @@ class PlasticityCheck:
         if size == "authors":       # the S1 run itself is the baseline; freezes branch from its checkpoints
             flat = size_flat(size, "withheld")
             ckpts = flat["checkpoints"]
-            # evenly over the checkpoints, halves rounded up (3 points: epochs 10, 80, 140, those carry.py keeps)
+            # evenly over the checkpoints, halves rounded up (3 points: epochs 10, 80, 140)
             grid = [ckpts[int(i * (len(ckpts) - 1) / max(1, points - 1) + 0.5)] for i in range(points)] \
                 if points > 1 else [ckpts[0]]
             grid = sorted(set(grid))

@@ -3,8 +3,8 @@ held-out chemistries and on the training sample from an epoch on, with a 90% boo
 
     python3 long_run_trends.py STATE [FROM_EPOCH] > trends.txt
 
-STATE is the run's resume state (a store's .resume-ID.pt) or a stored run's folder (carry/4fd235a0283b7550 since
-it finished); FROM_EPOCH defaults to 50, where held-out A completes.
+STATE is the run's resume state (a store's .resume-ID.pt) or a stored run's folder (4fd235a0283b7550 in a store
+that `train_long.sh 0` rebuilt from runs_authors/); FROM_EPOCH defaults to 50, where held-out A completes.
 """
 from __future__ import annotations
 
