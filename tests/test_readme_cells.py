@@ -1,4 +1,4 @@
-"""Every table cell of the top-level README is short enough to read: at most 400 characters (a longer account
+"""Every table cell of the top-level README is short enough to read: at most 300 characters (a longer account
 belongs in the report the row links to). Cells are read by splitting each table row on its unescaped pipes."""
 import re
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-LIMIT = 400
+LIMIT = 300
 
 
 def table_cells(text: str):
@@ -25,6 +25,6 @@ def test_the_cell_reader_splits_rows_as_markdown_does():
 
 
 @pytest.mark.parametrize("line", sorted({n for n, _, _ in table_cells(README.read_text())}))
-def test_no_readme_table_cell_exceeds_400_characters(line):
+def test_no_readme_table_cell_exceeds_300_characters(line):
     long = [(k, len(c)) for n, k, c in table_cells(README.read_text()) if n == line and len(c) > LIMIT]
     assert not long, f"README.md line {line}: cells (column, characters) over {LIMIT}: {long}"
