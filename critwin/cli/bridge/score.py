@@ -6,17 +6,39 @@ from critwin.table import format_table
 
 
 def register(sub):
-    p = sub.add_parser("score", help="score a registered prediction file against what was measured since: edges "
-                                     "(bisected cells) or, for a panel, every run beside trivial baselines")
-    p.add_argument("registration", help="registration JSON (bridge/registration.py, or a panel: bridge/panel.py)")
-    p.add_argument("measured", help="folder of `critwin sweep edge --json` outputs, one <cell id>.json per cell; "
-                                    "for a panel, one <cell id>.csv of finished runs per cell")
-    p.add_argument("--out-csv", default=None, help="also write the scored table as CSV")
+    p = sub.add_parser("score", help="score registered predictions against what was measured since, beside trivial "
+                                     "baselines: edges (bisected cells) or, for a panel, every run; several at once")
+    p.add_argument("paths", nargs="+", metavar="REGISTRATION [MEASURED]",
+                   help="registration JSON files (bridge/registration.py, or a panel: bridge/panel.py), each followed "
+                        "by its folder of measurements (default: measured/ beside it): `critwin sweep edge --json` "
+                        "outputs, one <cell id>.json per cell; for a panel, one <cell id>.csv of finished runs per cell")
+    p.add_argument("--build-cells", default=None,
+                   help="CSV of measured build edges (optimizer, gamma, lambda, edge; e.g. theory3/build_cells.csv): an "
+                        "edge registration's baselines are fitted on its own build cells found there")
+    p.add_argument("--out-csv", default=None, help="also write the scored table as CSV (several: the skill table)")
     p.add_argument("--baselines", nargs="+", choices=BASELINES, default=None,
                    help="also score these older methods on the same measured cells (their window at each cell's run"
                         " config, read from the cell's measuring command); adamw takes minutes a cell")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_score)
+
+
+def registrations(paths) -> list[tuple]:
+    """(registration, measured folder) pairs from REGISTRATION [MEASURED] ...: a JSON file starts a pair, a folder
+    after it is its measurements (default: measured/ beside it)."""
+    from pathlib import Path
+    from critwin.errors import ConfigError
+    pairs = []
+    for text in paths:
+        path = Path(text)
+        if path.suffix == ".json" and path.is_file():
+            pairs.append([path, path.parent / "measured"])
+        elif path.is_dir() and pairs and pairs[-1][1] == pairs[-1][0].parent / "measured":
+            pairs[-1][1] = path
+        else:
+            raise ConfigError("paths", text, "a registration JSON file, each optionally followed by its measured "
+                                             "folder")
+    return [tuple(p) for p in pairs]
 
 
 def measure_configs(reg: dict, measured) -> dict:
@@ -72,15 +94,12 @@ def cmd_score_panel(args, reg: dict):
     return payload, "\n".join(text)
 
 
-def cmd_score(args):
-    import json
-    from pathlib import Path
+def cmd_score_edges(args, reg: dict):
+    """An edge registration: hits per cell, and with --build-cells the edge errors beside trivial baselines."""
+    import pandas as pd
     from critwin.bridge.baselines import score_baselines
-    from critwin.bridge.registration import load_registration, score, summary
-    path = Path(args.registration)
-    if path.is_file() and json.loads(path.read_text()).get("design") == "panel":
-        return cmd_score_panel(args, json.loads(path.read_text()))
-    reg = load_registration(args.registration)
+    from critwin.bridge.edge_skill import TEXT, build_edges, score_edges
+    from critwin.bridge.registration import score, summary
     frame = score(reg, args.measured)
     cols = ["cell", "predicted", "measured", "interval", "runs", "verdict"]
     if args.baselines:
@@ -94,7 +113,50 @@ def cmd_score(args):
             " or 'no window' where no onset crossed"]
     for m in args.baselines or ():
         text.append(f"  {m} (the stylised model, at each cell's run config): {tally[m + '_hits']} / {tally['scored']}")
+    payload = {"registration": str(args.registration), **tally, "rows": frame.to_dict(orient="records")}
+    build = build_edges(reg, pd.read_csv(args.build_cells)) if args.build_cells else []
+    if build and (frame["kind"] == "left").any() and frame.loc[frame["kind"] == "left", "hit"].notna().any():
+        out = score_edges(frame, build, "registered")
+        text += [f"left edges beside trivial baselines fitted on this registration's {out['build_cells']} build "
+                 "cells: " + "; ".join(f"{b}: {t}" for b, t in TEXT.items()),
+                 format_table(out["cells"].to_dict(orient="records"),
+                              ["cell", "measured", "registered", "registered_err", "constant", "constant_err",
+                               "nearest", "nearest_err", "hit"]),
+                 format_table(out["skill"].to_dict(orient="records"),
+                              ["method", "baseline", "score", "skill", "lo", "hi", "clusters", "verdict"])]
+        payload["skill"] = out["skill"].to_dict(orient="records")
+        payload["edge_cells"] = out["cells"].to_dict(orient="records")
     if args.out_csv:
         frame.to_csv(args.out_csv, index=False)
         text.append(f"wrote {args.out_csv}")
-    return {"registration": str(args.registration), **tally, "rows": frame.to_dict(orient="records")}, "\n".join(text)
+    return payload, "\n".join(text)
+
+
+def cmd_score(args):
+    """Each registration scored on its own, then (several) one skill table across them all."""
+    import json
+    from argparse import Namespace
+    import pandas as pd
+    pairs = registrations(args.paths)
+    payloads, texts = [], []
+    for path, measured in pairs:
+        reg = json.loads(path.read_text())
+        one = Namespace(**{**vars(args), "registration": path, "measured": measured,
+                           "out_csv": args.out_csv if len(pairs) == 1 else None})
+        if reg.get("design") == "panel":
+            payload, text = cmd_score_panel(one, reg)
+        else:
+            from critwin.bridge.registration import validate
+            payload, text = cmd_score_edges(one, validate(reg))
+        payloads.append(payload)
+        texts.append(text)
+    if len(pairs) == 1:
+        return payloads[0], texts[0]
+    rows = [{"registration": str(p["registration"]), **r} for p in payloads for r in p.get("skill", [])]
+    cols = ["registration", "method", "baseline", "score", "skill", "lo", "hi", "clusters", "verdict"]
+    texts.append("skill across all registrations (baseline's error - method's; paired bootstrap 90% interval; a "
+                 "verdict needs at least 8 clusters)\n" + (format_table(rows, cols) if rows else "(none scored)"))
+    if args.out_csv:
+        pd.DataFrame(rows, columns=cols).to_csv(args.out_csv, index=False)
+        texts.append(f"wrote {args.out_csv}")
+    return {"registrations": payloads, "skill": rows}, "\n\n".join(texts)
