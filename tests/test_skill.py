@@ -158,3 +158,31 @@ def test_the_registered_predictions_are_remade_from_their_committed_inputs():
         seen = held[(steps > 0) & (steps <= max(r["onset"], steps[1]))]
         assert r["held_max"] == pytest.approx(seen.max(), abs=1e-4)
         assert r["held_half"] == float(seen.max() >= 0.5)
+
+
+def test_a_cell_export_keeps_rows_whose_store_is_gone(tmp_path):
+    """measured.py: a run folder in the store gives its row; an earlier row whose run the store lacks is kept (a
+    store does not outlive its machine); a run in both takes the store's row."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "measured", THEORY3 / "measured.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cell = {"id": "left_sgd_g0.4_l0.002_w5000", "optimizer": "sgd", "gamma": 0.4, "lambda": 0.002, "width": 5000}
+    for rid, onset, acc in (("run-b", 150, 0.9), ("run-c", 200, 0.8)):
+        d = tmp_path / rid
+        d.mkdir()
+        d.joinpath("config.json").write_text(json.dumps({
+            "task": "anchor_permutation", "optimizer": "sgd", "model": {"gamma": 0.4}, "decay_form": "l2",
+            "wd_windows": [[onset, onset + 5000, 0.002]], "task_seed": 1, "seed": 0, "steps": 20000}))
+        d.joinpath("summary.json").write_text(json.dumps({"status": "complete", "steps_done": 20000,
+                                                          "final": {"ood_acc": acc}}))
+        d.joinpath("environment.json").write_text(json.dumps({"git_commit": "abc"}))
+    new = pd.DataFrame(mod.cell_runs(tmp_path, cell))
+    old = pd.DataFrame([{"cell": cell["id"], "onset": 0, "task_seed": 1, "seed": 0, "ood_acc": 0.1, "run": "run-a",
+                         "commit": "abc"},
+                        {"cell": cell["id"], "onset": 150, "task_seed": 1, "seed": 0, "ood_acc": 0.2, "run": "run-b",
+                         "commit": "abc"}])
+    out = mod.merged(old, new)
+    assert list(out["run"]) == ["run-a", "run-b", "run-c"] and list(out["ood_acc"]) == [0.1, 0.9, 0.8]
+    assert mod.merged(old.iloc[:0], new)["run"].tolist() == ["run-b", "run-c"]

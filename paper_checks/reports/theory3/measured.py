@@ -1,6 +1,8 @@
 """Export one panel cell's finished runs from a run store into measured/<cell id>.csv: onset, task instance, seed,
 final OOD accuracy, run id and the git commit that trained each run (to check it against the registration's).
-A cell still training exports the runs finished so far; `critwin bridge score` scores those per run only.
+A cell still training exports the runs finished so far; `critwin bridge score` scores those per run only. Rows
+already in the CSV whose runs the store lacks are kept (a store does not outlive its machine; the CSV does), and a
+run in both takes the store's row.
 
 Run: python3 paper_checks/reports/theory3/measured.py STORE CELL_ID
 """
@@ -30,11 +32,20 @@ def cell_runs(store: Path, cell: dict):
                "ood_acc": summ["final"]["ood_acc"], "run": run.name, "commit": env.get("git_commit")}
 
 
+def merged(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """The earlier export's rows with the store's added; a run in both keeps the store's row."""
+    frame = pd.concat([old[~old["run"].isin(new["run"])], new]) if len(old) else new
+    return frame.sort_values(["onset", "task_seed", "seed"]).reset_index(drop=True)
+
+
 if __name__ == "__main__":
     store, cid = Path(sys.argv[1]), sys.argv[2]
     reg = json.loads((HERE / "registration.json").read_text())
     (cell,) = [c for c in reg["cells"] if c["id"] == cid]
-    frame = pd.DataFrame(cell_runs(store, cell)).sort_values(["onset", "task_seed", "seed"])
-    (HERE / "measured").mkdir(exist_ok=True)
-    frame.to_csv(HERE / "measured" / f"{cid}.csv", index=False, float_format="%.6g")
-    print(f"{cid}: {len(frame)} runs -> measured/{cid}.csv")
+    out = HERE / "measured" / f"{cid}.csv"
+    new = pd.DataFrame(cell_runs(store, cell), columns=["cell", "onset", "task_seed", "seed", "ood_acc", "run", "commit"])
+    old = pd.read_csv(out) if out.is_file() else new.iloc[:0]
+    frame = merged(old, new)
+    out.parent.mkdir(exist_ok=True)
+    frame.to_csv(out, index=False, float_format="%.6g")
+    print(f"{cid}: {len(frame)} runs ({len(new)} from the store, {len(frame) - len(new)} kept) -> measured/{cid}.csv")
