@@ -2,8 +2,9 @@
 # Measure the registered panel (registration.json) in its registered order, after the registration was committed:
 # each cell's own `critwin sweep run` (its whole onset curve, 54 runs), its runs in $STORE (outside the repository),
 # then its per-run outcomes in measured/<cell id>.csv. Resumable: finished runs are reused, cells with all 54 runs
-# skipped. `python3 measured.py STORE CELL_ID` exports a cell's finished runs at any time (a partial cell is
-# scored per run, not per cell).
+# skipped, and a cell measured in part on an earlier machine (its CSV in git, its store gone) trains only the runs
+# its CSV lacks (missing.py: the fewest Cartesian grids that cover them). `python3 measured.py STORE CELL_ID`
+# exports a cell's finished runs at any time (a partial cell is scored per run, not per cell), keeping earlier rows.
 # Usage: STORE=runs/theory3 WORKERS=1 bash paper_checks/reports/theory3/measure.sh [CELL_ID ...]
 # Then:  critwin bridge score paper_checks/reports/theory3/registration.json paper_checks/reports/theory3/measured
 set -euo pipefail
@@ -21,10 +22,11 @@ for cell in "${CELLS[@]}"; do
   if [ -f "$HERE/measured/$cell.csv" ] && [ "$(($(wc -l < "$HERE/measured/$cell.csv") - 1))" -ge 54 ]; then
     echo "$cell: measured already"; continue
   fi
-  cmd=$("$PY" -c "import json,sys; print([c['measure'] for c in json.load(open(sys.argv[1]))['cells'] if c['id']==sys.argv[2]][0])" "$HERE/registration.json" "$cell")
-  cmd="${cmd/--store runs\/theory3/--store $STORE}"
-  cmd="${cmd/critwin /$CRITWIN }"
-  echo "$(date -u +%FT%TZ) $cell: $cmd --workers $WORKERS"
-  $cmd --workers "$WORKERS" --no-progress
+  mapfile -t cmds < <("$PY" "$HERE/missing.py" "$cell" "$STORE")
+  for cmd in "${cmds[@]}"; do
+    cmd="${cmd/critwin /$CRITWIN }"
+    echo "$(date -u +%FT%TZ) $cell: $cmd --workers $WORKERS"
+    $cmd --workers "$WORKERS" --no-progress
+  done
   "$PY" "$HERE/measured.py" "$STORE" "$cell"
 done

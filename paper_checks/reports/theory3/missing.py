@@ -1,0 +1,68 @@
+"""The `critwin sweep run` commands that train only a cell's runs not yet in measured/<cell id>.csv, as few
+Cartesian grids as cover them exactly (a store does not outlive its machine, so a cell measured in part on an
+earlier machine goes on from its CSV). Prints one command per line; none when the cell is complete.
+
+Run: python3 paper_checks/reports/theory3/missing.py CELL_ID [STORE]
+"""
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+HERE = Path(__file__).parent
+GRID = ("wd_window_start", "task_seed", "seed")
+
+
+def grid_of(measure: str) -> tuple[list[str], dict]:
+    """A cell's measuring command split into its fixed words and its grid (onsets, task instances, seeds)."""
+    words, grid, out = shlex.split(measure), {}, []
+    i = 0
+    while i < len(words):
+        if words[i] == "--set" and words[i + 1].split("=")[0] in GRID:
+            key, values = words[i + 1].split("=", 1)
+            grid[key] = [int(float(v)) for v in values.split(",")]
+            i += 2
+            continue
+        out.append(words[i])
+        i += 1
+    return out, grid
+
+
+def missing_grids(grid: dict, done: set) -> list[dict]:
+    """Cartesian grids covering exactly the (onset, task_seed, seed) runs of `grid` not in `done`: pairs
+    (task_seed, seed) grouped by their missing onsets, then task instances grouped by their seeds."""
+    by_onsets: dict[tuple, dict] = {}
+    for t in grid["task_seed"]:
+        for s in grid["seed"]:
+            onsets = tuple(o for o in grid["wd_window_start"] if (o, t, s) not in done)
+            if onsets:
+                by_onsets.setdefault(onsets, {}).setdefault(t, []).append(s)
+    out = []
+    for onsets, tasks in by_onsets.items():
+        by_seeds: dict[tuple, list] = {}
+        for t, seeds in tasks.items():
+            by_seeds.setdefault(tuple(seeds), []).append(t)
+        out += [{"wd_window_start": list(onsets), "task_seed": ts, "seed": list(seeds)} for seeds, ts in by_seeds.items()]
+    return out
+
+
+def commands(cell: dict, done: set, store: str | None = None) -> list[str]:
+    words, grid = grid_of(cell["measure"])
+    if store is not None:
+        words[words.index("--store") + 1] = store
+    return [shlex.join(words + [w for k in GRID for w in ("--set", f"{k}={','.join(map(str, g[k]))}")])
+            for g in missing_grids(grid, done)]
+
+
+if __name__ == "__main__":
+    cid = sys.argv[1]
+    reg = json.loads((HERE / "registration.json").read_text())
+    (cell,) = [c for c in reg["cells"] if c["id"] == cid]
+    path = HERE / "measured" / f"{cid}.csv"
+    done = set()
+    if path.is_file():
+        done = {(int(r.onset), int(r.task_seed), int(r.seed)) for r in pd.read_csv(path).itertuples()}
+    for line in commands(cell, done, sys.argv[2] if len(sys.argv) > 2 else None):
+        print(line)
