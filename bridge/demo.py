@@ -19,6 +19,7 @@ from critwin.bridge.skill import COMPOSES, crossing
 from critwin.table import format_table
 from critwin.empirical import RunStore, load_summaries
 from critwin.empirical.sweep import LocalExecutor, config_from_flat, run_sweep
+from critwin.empirical.sweep.spec import check_runs
 from critwin.errors import ConfigError
 
 DEMO = {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "gamma": 0.5, "decay_form": "l2",
@@ -66,10 +67,11 @@ def registered_scores(folder: Path = THEORY3) -> dict:
 
 def demo(steps: int = 6000, width: int = 3000, wd: float = DEMO_WD, task_seeds: int = 2, seeds: int = 2,
          store="runs", out="critwin-out", workers: int | None = 2, quiet: bool = False,
-         pack: int | None = None) -> dict:
+         pack: int | None = None, max_runs: int | None = None) -> dict:
     """Predict the left edge, then train no decay and windows from step 0, from the predicted edge and from
     step LATE over task instances x seeds, and judge by the rule fixed here: a window is found when the late
-    window's mean OOD accuracy beats the better of no decay and step 0 by more than 3 standard errors."""
+    window's mean OOD accuracy beats the better of no decay and step 0 by more than 3 standard errors. More than
+    `max_runs` runs (probes included; None: any number) is refused before the first probe."""
     for name, v, lo in (("steps", steps, 2), ("width", width, 1), ("task_seeds", task_seeds, 1), ("seeds", seeds, 1)):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise ConfigError(name, v, f"a whole number >= {lo}")
@@ -77,6 +79,8 @@ def demo(steps: int = 6000, width: int = 3000, wd: float = DEMO_WD, task_seeds: 
         raise ConfigError("wd", wd, "a finite penalty > 0")
     if width + LATE >= steps:
         raise ConfigError("width", width, f"a window that ends before the last step: width + {LATE} < steps ({steps})")
+    check_runs(5 * task_seeds * seeds, max_runs, f"(1 probe + at most 4 schedules) x {task_seeds:,} task instances"
+                                                 f" x {seeds:,} seeds")
     t0 = time.perf_counter()
     n = task_seeds * seeds
     _say(f"[1/3] predicting the left edge: {n} no-decay probes of {PROBE_STEPS} steps (SGD with momentum, "

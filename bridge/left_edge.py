@@ -25,11 +25,16 @@ SHARED = ("task", "optimizer", "lr", "momentum", "batch_size", "amsgrad", "lr_sc
           "mlp_ratio", "init", "norm", "positions", "activation", "head_bias")
 
 
-def probe_configs(gammas, task_seeds: int, seeds: int, steps: int = PROBE_STEPS, every: int = PROBE_EVERY, **base):
-    """No-decay runs of `steps` logged every `every` steps, one per gamma x task instance x seed."""
+def probe_configs(gammas, task_seeds: int, seeds: int, steps: int = PROBE_STEPS, every: int = PROBE_EVERY,
+                  max_runs: int | None = None, **base):
+    """No-decay runs of `steps` logged every `every` steps, one per gamma x task instance x seed; more
+    than `max_runs` of them (None: any number) is refused before one is built."""
     from critwin.empirical.sweep import config_from_flat
+    from critwin.empirical.sweep.spec import check_runs
     if steps < 2 * every:
         raise ConfigError("probe_steps", steps, f"at least two evaluations (>= {2 * every})")
+    check_runs(len(gammas) * task_seeds * seeds, max_runs,
+               f"{len(gammas)} gammas x {task_seeds:,} task instances x {seeds:,} seeds")
     return [config_from_flat({**base, "gamma": g, "task_seed": ts, "seed": s, "steps": steps, "eval_every": every})
             for g in gammas for ts in range(task_seeds) for s in range(seeds)]
 

@@ -184,6 +184,13 @@ class StageCheck:
                     out[(name, t, s)] = config_from_flat({**flat, "seed": s, "task_seed": t})
         return out
 
+    def grid_size(self, size: str, seeds: int | None = None, task_seeds: int | None = None,
+                  **variation) -> tuple[int, str]:
+        """(the number of configs `run` builds, where it comes from), counted without building one."""
+        seeds, tasks = _seed_count(size, seeds, self.seeds), _seed_count(size, task_seeds, 1)
+        n = len(self.conditions)
+        return n * tasks * seeds, f"{n} conditions x {tasks:,} task instances x {seeds:,} seeds"
+
     def condition_names(self, variants=None) -> list:
         """The conditions named in `variants` (all when None), checked against this check's own."""
         if variants is None:
@@ -532,6 +539,21 @@ class PlasticityCheck:
     def plan(self, size: str, seeds: int | None = None, points: int | None = None, input_format: str | None = None):
         """(flat config, freeze steps, components, seeds, grid spacing); `points` freeze steps
         instead of the protocol's (coarser and cheaper: the branches are most of the cost)."""
+        n_seeds, points, flat = self._plan_args(size, seeds, points, input_format)
+        if size == "authors":       # the S1 run itself is the baseline; freezes branch from its checkpoints
+            ckpts = flat["checkpoints"]
+            # evenly over the checkpoints, halves rounded up (3 points: epochs 10, 80, 140)
+            grid = [ckpts[int(i * (len(ckpts) - 1) / max(1, points - 1) + 0.5)] for i in range(points)] \
+                if points > 1 else [ckpts[0]]
+            grid = sorted(set(grid))
+            every = ckpts[0]
+        else:
+            every = flat["steps"] // (points + 1)
+            grid = [every * k for k in range(1, points + 1)]
+        return flat, grid, self._components(flat), range(n_seeds), every
+
+    def _plan_args(self, size: str, seeds: int | None, points: int | None, input_format: str | None):
+        """(seeds, freeze points, flat config) of the plan, after checking them."""
         n_seeds = _seed_count(size, seeds, self.seeds)
         points = self.points if points is None else points
         if isinstance(points, bool) or not isinstance(points, int) or points < 1:
@@ -540,22 +562,26 @@ class PlasticityCheck:
                                                                                 and size not in ("quick", "cpu")):
             raise ConfigError("input_format", input_format, "tokens, or stone_states at the quick and cpu sizes for"
                                                             " S6 (the authors' size branches from the long run)")
-        if size == "authors":       # the S1 run itself is the baseline; freezes branch from its checkpoints
-            flat = size_flat(size, "withheld")
-            ckpts = flat["checkpoints"]
-            # evenly over the checkpoints, halves rounded up (3 points: epochs 10, 80, 140)
-            grid = [ckpts[int(i * (len(ckpts) - 1) / max(1, points - 1) + 0.5)] for i in range(points)] \
-                if points > 1 else [ckpts[0]]
-            grid = sorted(set(grid))
-            every = ckpts[0]
-        else:
-            flat = {**alchemy_flat(size, "withheld", None, PAPER_EPOCHS if size == "paper" else None),
-                    "freeze_optimizer": "rebuild",          # the paper's protocol: a fresh optimizer over the rest
-                    **({"input_format": input_format} if input_format == "stone_states" else {})}
-            every = flat["steps"] // (points + 1)
-            grid = [every * k for k in range(1, points + 1)]
-        comps = ["embedding"] + [f"layer{i}" for i in range(flat.get("layers", 2))]
-        return flat, grid, comps, range(n_seeds), every
+        if size == "authors":
+            return n_seeds, points, size_flat(size, "withheld")
+        return n_seeds, points, {**alchemy_flat(size, "withheld", None, PAPER_EPOCHS if size == "paper" else None),
+                                 "freeze_optimizer": "rebuild",  # the paper's protocol: a fresh optimizer over the rest
+                                 **({"input_format": input_format} if input_format == "stone_states" else {})}
+
+    @staticmethod
+    def _components(flat: dict) -> list:
+        return ["embedding"] + [f"layer{i}" for i in range(flat.get("layers", 2))]
+
+    def grid_size(self, size: str, seeds: int | None = None, points: int | None = None,
+                  input_format: str | None = None, **variation) -> tuple[int, str]:
+        """(the number of configs `run` builds, where it comes from), counted without building one (at the
+        authors' size an upper bound: freeze points that fall on the same checkpoint are one)."""
+        n_seeds, points, flat = self._plan_args(size, seeds, points, input_format)
+        if size == "authors":
+            points = min(points, len(flat["checkpoints"]))
+        n = len(self._components(flat))
+        return (n * (points + 1) * n_seeds,
+                f"{n} components x ({points:,} freeze steps + the baseline) x {n_seeds:,} seeds")
 
     def missing(self, size: str, store: RunStore, *args, seeds: int | None = None, points: int | None = None,
                 input_format: str | None = None, **kwargs) -> int:

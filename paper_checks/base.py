@@ -168,17 +168,27 @@ class EmpiricalCheck:
     row_tolerance: dict = field(default_factory=dict)   # variant -> its own tolerance (else the check's)
     sizes: tuple = ("quick", "paper")
 
+    def _counts(self, size: str, seeds: int | None, task_seeds: int | None) -> tuple[float, int, int]:
+        """(time factor, seeds, task instances) of `size`, after checking it."""
+        if size not in self.sizes:
+            raise ConfigError("size", size, " or ".join(self.sizes) + f" for {self.id}")
+        if size == "paper":
+            return 1.0, seeds or self.seeds, task_seeds or self.task_seeds
+        return 0.1, 1, 1
+
+    def grid_size(self, size: str, seeds: int | None = None, task_seeds: int | None = None,
+                  **variation) -> tuple[int, str]:
+        """(the number of configs `run` builds, where it comes from), counted without building one."""
+        _, seeds, tasks = self._counts(size, seeds, task_seeds)
+        n = len(self.variants)
+        return n * tasks * seeds, f"{n} variants x {tasks:,} task instances x {seeds:,} seeds"
+
     def configs(self, size: str, wd_scale: float = 1.0, seeds: int | None = None,
                 task_seeds: int | None = None, reading: dict | None = None) -> dict:
         """Run configs by (variant, task seed, seed). wd_scale multiplies every decay value (wd,
         budget); seeds / task_seeds (paper size only) override the protocol's counts; reading
         sets the decay reading (decay_form, decay_set, head_bias). Quick size: one of each."""
-        if size not in self.sizes:
-            raise ConfigError("size", size, " or ".join(self.sizes) + f" for {self.id}")
-        if size == "paper":
-            f, seeds, tasks = 1.0, seeds or self.seeds, task_seeds or self.task_seeds
-        else:
-            f, seeds, tasks = 0.1, 1, 1
+        f, seeds, tasks = self._counts(size, seeds, task_seeds)
         unknown = set(reading or {}) - set(READING_KEYS)
         if unknown:
             raise ConfigError("reading", sorted(unknown), "keys among " + ", ".join(READING_KEYS))
@@ -279,6 +289,9 @@ class TheoryCheck:
 
     def missing(self, size: str, store=None, *args, **kwargs) -> int:
         return 0
+
+    def grid_size(self, size: str, **variation) -> tuple[int, str]:
+        return 0, "no runs"
 
     def run(self, size: str, store=None, executor=None, progress: bool = True, train: bool = True,
             **variation) -> dict:

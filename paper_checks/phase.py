@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 from critwin.empirical.sweep import config_from_flat, run_sweep
+from critwin.empirical.sweep.spec import check_runs
 from critwin.paper_checks.base import final_metric
 from critwin.paper_checks.readings import Reading
 
@@ -64,6 +65,19 @@ class PhaseGrid:
             return self
         return replace(self, onsets=tuple(o // 10 for o in self.all_onsets()), width=self.width // 10,
                        steps=self.steps // 10, task_seeds=1, seeds=1, size="paper")
+
+    def grid_size(self) -> tuple[int, str]:
+        """(the number of configs `configs` builds, where it comes from), counted without building one."""
+        g = self.scaled()
+        gammas, lambdas, onsets = len(set(g.gammas)), len(set(g.lambdas)), len(g.all_onsets())
+        return (gammas * g.task_seeds * g.seeds * (1 + lambdas * onsets),
+                f"{gammas} gammas x {g.task_seeds:,} task instances x {g.seeds:,} seeds x (no decay + {lambdas} decay"
+                f" values x {onsets} onsets)")
+
+    def check_size(self, max_runs: int | None) -> None:
+        """Refuse a map of more than `max_runs` runs (None: any size), before a config is built."""
+        runs, factors = self.grid_size()
+        check_runs(runs, max_runs, factors)
 
     def configs(self) -> dict:
         """Run configs by (gamma, lambda, onset, task seed, seed); lambda = None is no decay."""

@@ -60,6 +60,13 @@ def plan(readings, rows, task_seeds: int = 3, seeds: int = 1) -> dict:
     return out
 
 
+def plan_size(readings, rows, task_seeds: int = 3, seeds: int = 1) -> tuple[int, str]:
+    """(the number of configs `plan` builds, where it comes from), counted without building one."""
+    n_readings, n_rows = len({r.label for r in readings}), len(set(rows))
+    return (n_readings * n_rows * task_seeds * seeds,
+            f"{n_readings} readings x {n_rows} rows x {task_seeds:,} task instances x {seeds:,} seeds")
+
+
 def unique_configs(planned: dict) -> list:
     """Each run once, in plan order (the no-decay run is shared by every reading)."""
     seen, out = set(), []

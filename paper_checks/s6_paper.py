@@ -333,6 +333,14 @@ def plan(protocol: Protocol, store, seeds: int | None = None, device: str = "cpu
     return out
 
 
+def grid_size(protocol: Protocol, seeds: int | None = None, device: str = "cpu") -> tuple[int, str]:
+    """(the most runs the protocol can train: per seed the probe, the baseline and every branch, where the
+    count comes from), counted before the plan reads the store."""
+    n, comps = seeds or protocol.seeds, len(components(base_flat(protocol, device)))
+    return (n * (2 + comps * protocol.points),
+            f"{n:,} seeds x (probe + baseline + {comps} components x {protocol.points} freeze points)")
+
+
 def count_runs(protocol: Protocol, p: dict) -> dict:
     """Runs of the plan: probes, baselines, branches known now, and the most branches the plan can have."""
     n = p["seeds"]

@@ -55,6 +55,42 @@ def test_a_plasticity_grid_is_counted_before_it_is_built(tmp_path):
     one_line_error(r, "20,000,004 runs", "--max-runs")
 
 
+# Every command that builds a grid of runs, given one far past --max-runs: its arguments, and the count it refuses.
+STORE = ["--store", "s", "--no-progress"]
+HUGE_GRIDS = {
+    "phase": (["phase", "--size", "paper", "--task-seeds", "1000000", "--out", "o", *STORE], "75,000,000 runs"),
+    "readings": (["readings", "--train", "--task-seeds", "1000000", "--out", "o", *STORE], "25,000,000 runs"),
+    "check": (["check", "W1", "--size", "paper", "--seeds", "10000000", "--results", "", *STORE], "60,000,000 runs"),
+    "check all": (["check", "all", "--size", "paper", "--task-seeds", "1000000", "--results", "", *STORE],
+                  "1,000,000 task instances"),
+    "check S6": (["check", "S6", "--freeze-points", "100000000", "--results", "", *STORE], "300,000,003 runs"),
+    "check S6 paper form": (["check", "S6", "--paper-form", "quick", "--seeds", "10000000", "--results", "", *STORE],
+                            "80,000,000 runs"),
+    "demo": (["demo", "--task-seeds", "100000", "--seeds", "10000", "--out", "o", "--store", "s"],
+             "5,000,000,000 runs"),
+    "sweep edge": (["sweep", "edge", "--set", "steps=10", "--seeds", "10000000", *STORE], "80,000,000 runs"),
+    "bridge left-edge": (["bridge", "left-edge", "--task-seeds", "10000000", *STORE], "30,000,000 runs"),
+    "bridge survival": (["bridge", "survival", "--task-seeds", "10000000", "--out", "o", "--no-progress"],
+                        "120,000,000 runs"),
+}
+
+
+@pytest.mark.parametrize("name", HUGE_GRIDS)
+def test_every_command_that_builds_a_grid_refuses_a_huge_one_at_once(tmp_path, name):
+    args, count = HUGE_GRIDS[name]
+    t0 = time.time()
+    r = run(args, tmp_path, timeout=30)
+    one_line_error(r, "grid='", count, "is invalid: at most --max-runs 10,000 runs (this grid: ", "--max-runs")
+    assert time.time() - t0 < 30 and not any(tmp_path.iterdir())     # no store, no figure, nothing trained
+
+
+@pytest.mark.parametrize("name", ["phase", "readings", "demo", "bridge left-edge"])
+def test_max_runs_sets_the_limit_of_every_grid(tmp_path, name):
+    r = run(HUGE_GRIDS[name][0] + ["--max-runs", "2"], tmp_path, timeout=30)
+    one_line_error(r, "at most --max-runs 2 runs")
+    assert not any(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("extra,field", [(["--budget", "nan"], "budget_placement"),
                                          (["--budget", "20"], "budget_placement"),
                                          (["--width", "10"], "budget_placement"),
@@ -120,3 +156,35 @@ def test_json_into_a_closed_pipe_ends_quietly(tmp_path):
     proc.stdout.close()                         # the reader is gone: every write meets a broken pipe
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141 and err == "", err
+
+
+
+def test_each_grid_is_counted_as_the_runs_it_builds(tmp_path):
+    """The counts the guards refuse by are the configs the commands go on to build."""
+    from critwin.bridge.plasticity import plasticity_configs
+    from critwin.empirical import RunStore
+    from critwin.paper_checks import CHECKS, s6_paper
+    from critwin.paper_checks.phase import PhaseGrid
+    from critwin.paper_checks.readings import DEFAULT_READINGS, plan, plan_size, select_rows
+    for grid in (PhaseGrid(), PhaseGrid(size="quick", onsets=(1, 2, 3, 100), task_seeds=4),
+                 PhaseGrid(gammas=(0.5, 0.5, 1.1), lambdas=(1e-3, 1e-3), onsets=(0, 5, 7500), task_seeds=2, seeds=2)):
+        assert grid.grid_size()[0] == len(grid.configs())
+    for readings, rows in ((DEFAULT_READINGS, select_rows("rank")),
+                           (DEFAULT_READINGS[:2] + DEFAULT_READINGS[:1], select_rows("all", ("W1", "W1", "W4")))):
+        assert plan_size(readings, rows, 2, 1)[0] == len(plan(readings, rows, 2, 1))
+    for cid in ("W1", "W6", "W12", "S3", "S6"):
+        chk = CHECKS[cid]
+        for size, seeds in (("quick", None), ("paper", 2)):
+            if cid == "S6":
+                flat, grid, comps, seed_range, _ = chk.plan(size, seeds, 3)
+                built = sum(len(plasticity_configs(flat, c, grid, seed_range)) for c in comps)
+                assert chk.grid_size(size, seeds=seeds, points=3)[0] == built
+            elif cid.startswith("S"):
+                assert chk.grid_size(size, seeds=seeds, task_seeds=2)[0] == len(chk.configs(size, seeds, None, 2))
+            else:
+                assert chk.grid_size(size, seeds=seeds, task_seeds=2)[0] == len(chk.configs(size, seeds=seeds,
+                                                                                             task_seeds=2))
+    for protocol in s6_paper.PROTOCOLS.values():
+        planned = s6_paper.count_runs(protocol, s6_paper.plan(protocol, RunStore(tmp_path / "s"), 2))
+        most = planned["probes"] + planned["baselines"] + planned["branches_at_most"]
+        assert s6_paper.grid_size(protocol, 2)[0] == most

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from critwin.figures import plot_check
 from critwin.table import format_table
-from critwin.cli.common import add_executor_args, executor_from
+from critwin.cli.common import add_executor_args, add_max_runs, executor_from
 from critwin.cli.common import add_reading_args
 from critwin.empirical import RunStore
+from critwin.empirical.sweep.spec import check_runs
 from critwin.empirical.config import DEVICES, PRECISIONS
 from critwin.empirical.tasks.alchemy import INPUT_FORMATS
 from critwin.errors import ConfigError
@@ -32,6 +33,8 @@ def cmd_paper_form(args):
     if [i.upper() for i in args.id] != ["S6"]:
         raise ConfigError("paper_form", args.paper_form, "with the one check id S6")
     protocol = s6_paper.protocol_named(args.paper_form)
+    runs, factors = s6_paper.grid_size(protocol, args.seeds, args.device)
+    check_runs(runs, args.max_runs, factors)        # counted before the plan reads the store or anything trains
     store = RunStore(args.store)
     if args.dry_run:
         text = s6_paper.dry_run(protocol, store, args.seeds, args.device, 75.0 if protocol.size == "authors" else 1.0)
@@ -89,6 +92,9 @@ def cmd_check(args):
         if args.train or any(not hasattr(CHECKS[i], "conditions") for i in ids):
             raise ConfigError("in_progress", True, "with --no-train and the stage checks (S1-S5) only")
         extra["in_progress"] = True
+    sizes = {i: CHECKS[i].grid_size(args.size, **variation_args(args), **extra) for i in ids}
+    check_runs(sum(n for n, _ in sizes.values()), args.max_runs,     # counted before a config is built
+               "; ".join(f"{i}: {factors}" for i, (n, factors) in sizes.items() if n))
     with executor_from(args) as ex:
         if args.train and len(ids) > 1:      # one sweep for all: packs and workers shared between checks
             train_checks([CHECKS[i] for i in ids], args.size, store, ex, not args.no_progress, **variation_args(args))
@@ -134,6 +140,7 @@ def register(parser):
     parser.add_argument("--results", default="critwin-out/checks",
                         help="folder for result JSON/CSV/PNG ('' to skip); the committed results are"
                              " written with --results paper_checks/results")
+    add_max_runs(parser)
     add_executor_args(parser)
     parser.add_argument("--device", choices=DEVICES, default="cpu",
                         help="where the runs train (cuda: packs of 64 runs per worker by default)")

@@ -76,6 +76,13 @@ def add_executor_args(p):
                         " cuda, 8 on cpu: benchmarks/bench_engine.py); 1: each run alone, the plain loop")
 
 
+def add_max_runs(p):
+    """--max-runs: every command that builds a grid of runs counts it first and refuses one larger."""
+    from critwin.empirical.sweep.spec import MAX_RUNS
+    p.add_argument("--max-runs", type=int, default=MAX_RUNS,
+                   help=f"refuse a grid of more runs than this, counted before it is built (default {MAX_RUNS:,})")
+
+
 @contextmanager
 def executor_from(args, enabled: bool = True):
     """The executor a command's --executor / --workers / --scheduler / --pack ask for (None when

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from critwin.bridge.demo import DEMO_WD, demo, render
+from critwin.cli.common import add_max_runs
 
 
 def cmd_demo(args):
     res = demo(args.steps, args.width, args.wd, args.task_seeds, args.seeds, args.store, args.out, args.workers,
-               quiet=args.json, pack=args.pack)
+               quiet=args.json, pack=args.pack, max_runs=args.max_runs)
     return res, render(res)
 
 
@@ -19,6 +20,7 @@ def register(p):
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--pack", type=int, default=None, help="train up to this many runs as one stacked model per worker")
     p.add_argument("--store", default="runs", help="run store (outside the package; reused)")
+    add_max_runs(p)
     p.add_argument("--out", default="critwin-out", help="where the figure goes")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_demo)

@@ -20,6 +20,7 @@ def cmd_phase(args):
     from critwin.empirical import RunStore
     grid = PhaseGrid(Reading.parse(args.reading), tuple(args.gamma), tuple(args.wd), tuple(args.onsets),
                      args.width, args.steps, args.task_seeds, args.seeds, args.size)
+    grid.check_size(args.max_runs)      # counted before a config is built or anything trains
     if not args.train and not Path(args.store).is_dir():
         raise ConfigError("store", args.store, "an existing run store folder (or drop --no-train)")
     with executor_from(args, args.train) as ex:
@@ -39,7 +40,7 @@ def cmd_phase(args):
 
 
 def register(parser):
-    from critwin.cli.common import add_executor_args, add_gamma
+    from critwin.cli.common import add_executor_args, add_gamma, add_max_runs
     d = PhaseGrid()
     parser.add_argument("--size", choices=PHASE_SIZES, default="quick",
                         help="quick: times / 10, one task instance and seed (machinery only); paper: the map")
@@ -58,6 +59,7 @@ def register(parser):
                         help="theory windows drawn over the map (none: skip)")
     parser.add_argument("--store", default="runs")
     parser.add_argument("--no-train", dest="train", action="store_false", help="only read the store")
+    add_max_runs(parser)
     add_executor_args(parser)
     parser.add_argument("--out", default="critwin-out")
     parser.add_argument("--no-progress", action="store_true")

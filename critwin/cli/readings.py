@@ -11,6 +11,7 @@ from critwin.paper_checks.readings import (
     RANKED_CLAIMS,
     Reading,
     measure,
+    plan_size,
     render,
     select_rows,
 )
@@ -20,12 +21,15 @@ def cmd_readings(args):
     from critwin.figures import plot_readings
     from critwin.cli.common import executor_from
     from critwin.empirical import RunStore
+    from critwin.empirical.sweep.spec import check_runs
     readings = [Reading.parse(t) for t in args.reading] if args.reading else list(DEFAULT_READINGS)
     claims = tuple(c.strip().upper() for c in args.claims.split(",")) if args.claims else RANKED_CLAIMS
     rows = select_rows(args.rows, claims)
     for f in ("task_seeds", "seeds"):
         if getattr(args, f) < 1:
             raise ConfigError(f, getattr(args, f), "a count >= 1")
+    runs, factors = plan_size(readings, rows, args.task_seeds, args.seeds)
+    check_runs(runs, args.max_runs, factors)        # counted before a config is built or anything trains
     if not args.train and not Path(args.store).is_dir():
         raise ConfigError("store", args.store, "an existing run store folder (or --train to create one)")
     store = RunStore(args.store)
@@ -48,7 +52,7 @@ def cmd_readings(args):
 
 
 def register(parser):
-    from critwin.cli.common import add_executor_args
+    from critwin.cli.common import add_executor_args, add_max_runs
     parser.add_argument("--reading", action="append", default=None, metavar="FORM/SET[ xSCALE][/bias]",
                         help="a reading to score (repeatable); default: " + "; ".join(r.label for r in DEFAULT_READINGS))
     parser.add_argument("--rows", choices=("rank", "all"), default="rank",
@@ -59,6 +63,7 @@ def register(parser):
     parser.add_argument("--seeds", type=int, default=1, help="init seeds per task instance")
     parser.add_argument("--store", default="runs", help="run store")
     parser.add_argument("--train", action="store_true", help="train the missing runs (paper size: long)")
+    add_max_runs(parser)
     add_executor_args(parser)
     parser.add_argument("--out", default="critwin-out", help="folder for the CSVs and the figure")
     parser.add_argument("--no-progress", action="store_true")

@@ -175,7 +175,7 @@ def register_plasticity(p):
                    help="stage time: the threshold rule (tau, n), or where the curve's last change-point rise"
                         " completes (for curves that rise but never reach tau, as at cpu size)")
     p.add_argument("--store", default="runs")
-    from critwin.cli.sweep import add_max_runs
+    from critwin.cli.common import add_max_runs
     add_max_runs(p)
     p.add_argument("--no-train", dest="train", action="store_false")
     p.add_argument("--no-branch", dest="branch", action="store_false",

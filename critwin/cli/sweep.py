@@ -5,7 +5,7 @@ import time
 from pathlib import Path
 
 from critwin.table import format_table
-from critwin.cli.common import add_executor_args, executor_from
+from critwin.cli.common import add_executor_args, add_max_runs, executor_from
 from critwin.empirical import RunStore
 from critwin.empirical.sweep import (
     SweepSpec,
@@ -30,12 +30,6 @@ def _spec(args) -> SweepSpec:
         raise ConfigError("spec", None, "a TOML spec file and/or --set KEY=V1,V2,...")
     spec = SweepSpec.from_toml(args.spec) if args.spec else SweepSpec()
     return spec.with_sets(args.set)
-
-
-def add_max_runs(p):
-    from critwin.empirical.sweep.spec import MAX_RUNS
-    p.add_argument("--max-runs", type=int, default=MAX_RUNS,
-                   help=f"refuse a grid of more runs than this, counted before it is built (default {MAX_RUNS:,})")
 
 
 def cmd_run(args):
@@ -65,7 +59,7 @@ def cmd_edge(args):
     with executor_from(args) as ex:
         out = find_edge(base, args.param, args.lo, args.hi, args.resolution, args.threshold,
                         range(args.seeds), args.metric, RunStore(args.store), ex, not args.no_progress,
-                        None if args.task_seeds is None else range(args.task_seeds))
+                        None if args.task_seeds is None else range(args.task_seeds), args.max_runs)
     text = [format_table(out["evaluations"]),
             f"edge of mean {out['metric']} >= {out['threshold']}: {out['edge'] or out.get('message')}"
             + (f" (90% seed-bootstrap interval {out['edge_ci']})" if out.get("edge_ci") else ""),
@@ -131,6 +125,7 @@ def register_sweep(sub):
                    help="also over task instances 0..N-1 (every instance x seed pair); default: the base's instance")
     p.add_argument("--wd", type=float, default=4e-3, help="decay inside the window (onset searches)")
     p.add_argument("--width", type=float, default=5000.0, help="window width in steps (onset searches)")
+    add_max_runs(p)
     _executor_args(p)
     p.set_defaults(handler=cmd_edge)
 

@@ -7,25 +7,35 @@ import numpy as np
 from critwin.empirical.config import FLAT_KEYS, TrainConfig
 from critwin.empirical.store import RunStore
 from critwin.empirical.sweep.runner import run_sweep
+from critwin.empirical.sweep.spec import check_runs
 
 from critwin.errors import ConfigError
 
 
 def find_edge(base: dict, param: str, lo: float, hi: float, resolution: float, threshold: float,
               seeds=(0, 1, 2), metric: str = "ood_acc", store: RunStore | None = None,
-              executor=None, progress: bool = True, task_seeds=None) -> dict:
+              executor=None, progress: bool = True, task_seeds=None, max_runs: int | None = None) -> dict:
     """Bisect `param` on [lo, hi] for where mean final `metric` over seeds (and task instances,
     when `task_seeds` is given: every pair of the two) crosses `threshold`.
 
     The outcome must lie on opposite sides of the threshold at lo and hi (checked first).
     Values are snapped to the grid lo + k * resolution, so every run is one a grid sweep
     would also have made; runs already in the store are reused. The interval resamples the
-    (task instance, seed) pairs.
+    (task instance, seed) pairs. A search that could train more than `max_runs` runs (None: any
+    number) is refused before the first is built.
     """
     if param not in FLAT_KEYS:
         raise ConfigError("param", param, "a config key: " + ", ".join(FLAT_KEYS))
     if not (resolution > 0 and hi > lo):
         raise ConfigError("resolution", resolution, "a positive step with lo < hi")
+    n_grid = int(math.floor((hi - lo) / resolution)) + 1
+    points = min(n_grid, 2 + max(n_grid - 2, 0).bit_length())      # lo, hi, then one per halving
+    seeds = seeds if isinstance(seeds, range) else list(seeds)      # a range is counted without listing it
+    if task_seeds is not None and not isinstance(task_seeds, range):
+        task_seeds = list(task_seeds)
+    n_tasks = 1 if task_seeds is None else len(task_seeds)
+    check_runs(points * n_tasks * len(seeds), max_runs, f"at most {points} bisection points x {n_tasks:,} task"
+                                                        f" instances x {len(seeds):,} seeds")
     store = store or RunStore("runs")
     seeds = list(seeds)
     units = [{"seed": s} for s in seeds] if task_seeds is None else \
@@ -43,7 +53,6 @@ def find_edge(base: dict, param: str, lo: float, hi: float, resolution: float, t
             evals[v] = float(np.nanmean(per_seed[v])) if not all(math.isnan(x) for x in per_seed[v]) else float("nan")
         return evals[v]
 
-    n_grid = int(math.floor((hi - lo) / resolution)) + 1
     a, b = 0, n_grid - 1
     fa, fb = outcome(lo), outcome(lo + b * resolution)
     out = {"param": param, "threshold": threshold, "metric": metric, "seeds": seeds,

@@ -27,7 +27,8 @@ def register(sub):
     p.add_argument("--probe-steps", type=int, default=600)
     p.add_argument("--probe-every", type=int, default=10)
     p.add_argument("--no-train", dest="train", action="store_false", help="only read the store (no probe runs trained)")
-    from critwin.cli.common import add_executor_args
+    from critwin.cli.common import add_executor_args, add_max_runs
+    add_max_runs(p)
     add_executor_args(p)
     p.add_argument("--no-progress", action="store_true")
     figure_args(p, "bridge_left_edge.png")
@@ -50,7 +51,7 @@ def cmd_left_edge(args):
     if args.task_seeds < 1 or args.seeds < 1:
         raise ConfigError("task_seeds" if args.task_seeds < 1 else "seeds", min(args.task_seeds, args.seeds),
                           "a positive number of probe runs per gamma")
-    cfgs = probe_configs(args.gamma, args.task_seeds, args.seeds, args.probe_steps, args.probe_every)
+    cfgs = probe_configs(args.gamma, args.task_seeds, args.seeds, args.probe_steps, args.probe_every, args.max_runs)
     store = RunStore(args.store)
     if args.train:
         with executor_from(args) as ex:
