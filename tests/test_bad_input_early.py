@@ -158,6 +158,28 @@ def test_json_into_a_closed_pipe_ends_quietly(tmp_path):
     assert proc.wait(timeout=120) == 141 and err == "", err
 
 
+@pytest.mark.parametrize("args", [["--help"], ["sweep", "--help"], ["sweep", "run", "--help"]])
+def test_help_into_a_closed_pipe_ends_quietly(tmp_path, args):
+    """`critwin --help | true`: the reader is gone before the help is written. argparse exits from inside
+    parse_args, and stdout (block-buffered into a pipe, as from a shell) was flushed only at interpreter exit,
+    where the broken pipe came out as 'Exception ignored ... BrokenPipeError' and exit code 120."""
+    env = {k: v for k, v in ENV.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.Popen(CRITWIN + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == "", (proc.returncode, err)
+
+
+def test_a_long_output_into_head_ends_quietly(tmp_path):
+    """`critwin alchemy export --complete | head -c1`: one byte read, then the reader is gone mid-output."""
+    env = {k: v for k, v in ENV.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.Popen(CRITWIN + ["alchemy", "export", "--complete"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=tmp_path)
+    first = proc.stdout.read(1)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert first and proc.wait(timeout=120) == 141 and err == "", (proc.returncode, err)
+
 
 def test_each_grid_is_counted_as_the_runs_it_builds(tmp_path):
     """The counts the guards refuse by are the configs the commands go on to build."""

@@ -75,10 +75,14 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Run a command; its exit code. Output into a pipe closed early (`critwin ... --json | head`)
-    ends quietly with 141, as a shell command killed by SIGPIPE does."""
+    """Run a command; its exit code. Output into a pipe closed early (`critwin ... --json | head`,
+    `critwin --help | head -c1`) ends quietly with 141, as a shell command killed by SIGPIPE does."""
     try:
-        code = run_command(argv)
+        try:
+            code = run_command(argv)
+        except SystemExit:      # argparse's --help (and its usage errors) exit from inside parse_args:
+            sys.stdout.flush()  # flush their text here, where a closed pipe is caught, not at interpreter exit
+            raise
         sys.stdout.flush()
         return code
     except BrokenPipeError:
