@@ -120,3 +120,63 @@ def test_adam_gain_after_one_step_is_eta_theta_over_the_first_gradient():
         assert traj["adam_gain"][1, e] == pytest.approx(s.eta * np.sqrt(num / den), rel=1e-9)
     _, traj_gd, _ = run_discrete(p, q0, Schedule.none(1), s.eta, "gd", eval_every=1)
     assert "adam_gain" not in traj_gd
+
+
+def plain_adamw(p, q, schedule, eta, decay_form, betas=(0.9, 0.98), eps=1e-8):
+    """One run, step by step, as the optimizer is written down: fresh arrays every step, no
+    sharing between runs, nothing in place but the moments."""
+    from critwin.theory.adam import adam_step
+    from critwin.theory.stylised import loss_and_grads
+    q = q.copy()
+    m = [np.zeros_like(a) for a in q.arrays()]
+    v = [np.zeros_like(a) for a in q.arrays()]
+    for t in range(schedule.total):
+        lam = float(schedule.value(t))
+        _, g = loss_and_grads(p, q)
+        for a, ga, mk, vk in zip(q.arrays(), g.arrays(), m, v):
+            if decay_form == "l2":
+                ga = ga + lam * a
+            a -= adam_step(mk, vk, ga, t + 1, eta, betas, eps)
+            if decay_form == "decoupled":
+                a *= 1 - eta * lam
+    return q
+
+
+@pytest.mark.parametrize("decay_form", ["l2", "decoupled"])
+def test_shared_prefix_runs_equal_plain_single_runs(small_problem, small, decay_form):
+    """run_discrete steps the members that start alike once until their decay parts them (an onset
+    sweep: one no-decay trunk, each onset branching off it, two inits); every member still ends
+    exactly where its own plain run ends, and so does its reported reasoning fraction."""
+    from critwin.theory.stylised import order_parameters, reasoning_fraction
+    total = 45
+    scheds = [Schedule.none(total)] + [Schedule.window(o, o + 15, 2.0, total) for o in (0, 10, 20, 30)]
+    scheds += [Schedule.window(10, 25, 2.0, total), Schedule.constant(0.5, total)]      # a duplicate onset
+    seeds = [0] * len(scheds) + [1] * 3
+    scheds += scheds[:3]
+    q = init_params(small_problem, small.gamma, seeds)
+    steps, traj, final = run_discrete(small_problem, q, scheds, small.eta, "adamw", eval_every=total,
+                                      decay_form=decay_form)
+    for k, (sc, seed) in enumerate(zip(scheds, seeds)):
+        one = plain_adamw(small_problem, init_params(small_problem, small.gamma, [seed]), sc, small.eta, decay_form)
+        for a, b in zip(final.arrays(), one.arrays()):
+            np.testing.assert_array_equal(a[k], b[0])
+        obs = order_parameters(small_problem, one)
+        assert traj["reasoning_fraction"][-1, k] == reasoning_fraction(obs["x"], obs["rho"])[0]
+    assert len(set(traj["reasoning_fraction"][-1].tolist())) == len(scheds) - 1     # only the repeat ends alike
+
+
+def test_adam_update_in_place_is_adam_step_bitwise():
+    """The in-place step the runs take equals adam_step float for float, early (bias corrections
+    below 1) and late (corrections exactly 1, whose divisions it skips)."""
+    from critwin.theory.adam import adam_step, adam_update
+    rng = np.random.default_rng(0)
+    w, m, v = rng.normal(size=(3, 5, 4)), rng.normal(size=(5, 4)) * 0.1, rng.random((5, 4)) * 0.1
+    w2, m2, v2 = w.copy(), m.copy(), v.copy()
+    scratch = (np.empty_like(w[0]), np.empty_like(w[0]))
+    for k, t in enumerate((1, 2, 3, 300, 400, 1800, 1900, 5000)):
+        g = rng.normal(size=w.shape[1:])
+        lr = 3e-3 if k % 2 else rng.random((5, 1))
+        w[0] -= adam_step(m, v, g, t, lr, (0.9, 0.98), 1e-8)
+        adam_update(w2[0], m2, v2, g, t, lr, (0.9, 0.98), 1e-8, scratch)
+        for a, b in ((w, w2), (m, m2), (v, v2)):
+            np.testing.assert_array_equal(a, b)

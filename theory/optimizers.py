@@ -9,7 +9,7 @@ so Adam divides it by its gradient scale.
 from __future__ import annotations
 
 import numpy as np
-from critwin.theory.adam import adam_step
+from critwin.theory.adam import adam_update
 from critwin.theory.setting import Problem
 from critwin.theory.stylised import (
     Params,
@@ -36,6 +36,10 @@ def run_discrete(p: Problem, q: Params, schedule, eta: float, optimizer: str = "
     batch_size samples that many (pair, key) examples per step (SGD); None = full batch.
     `progress`, if given, is called with the number of steps done since the last call.
     train_memorization=False leaves every M_ij untouched (no update, no decay).
+
+    Members that start from the same init and have had the same lambda so far are in the same
+    state, so they share one row of the state and are stepped once; they part when their lambdas
+    do (an onset sweep runs its no-decay prefix once and each onset branches off it).
     """
     if optimizer not in OPTIMIZERS:
         raise ConfigError("optimizer", optimizer, "one of " + ", ".join(OPTIMIZERS))
@@ -49,53 +53,128 @@ def run_discrete(p: Problem, q: Params, schedule, eta: float, optimizer: str = "
     n_ex = p.targets.shape[0] * p.targets.shape[2]
     if batch_size is not None and not (0 < batch_size <= n_ex):
         raise ConfigError("batch_size", batch_size, f"an integer in [1, {n_ex}] or None")
-    q = q.copy()
     rng = np.random.default_rng(seed)
-    buf = [np.zeros_like(a) for a in q.arrays()]
-    sq = [np.zeros_like(a) for a in q.arrays()]
     lam = np.stack([sc.value(np.arange(total)) for sc in schedules], axis=1)     # (steps, members)
+    parts = {0, *(np.flatnonzero(np.any(lam[1:] != lam[:-1], axis=1)) + 1).tolist()}   # where rows may part
+    rows = _Rows(q)
+    step = _Step(q, optimizer, decay_form, eta, momentum, betas, eps, train_memorization)
     steps, records = [], {}
 
     def record(t):
         steps.append(t)
-        obs = order_parameters(p, q)
+        live = rows.live()
+        obs = order_parameters(p, live)
         obs["reasoning_fraction"] = reasoning_fraction(obs["x"], obs["rho"])
         if optimizer == "adamw":
-            obs["adam_gain"] = adam_gain(q.arrays(), sq, t, eta, betas[1], eps)
+            obs["adam_gain"] = adam_gain(live.arrays(), rows.live_moments(1), t, eta, betas[1], eps)
         for k, v in obs.items():
-            records.setdefault(k, []).append(v)
+            records.setdefault(k, []).append(v[rows.row_of])
 
     record(0)
     for t in range(total):
-        lam_t = lam[t]
+        if t in parts:
+            rows.part(lam[t])
         w = None
         if batch_size is not None:
             pick = rng.choice(n_ex, batch_size, replace=False)
             w = np.zeros(n_ex)
             w[pick] = n_ex / batch_size
             w = w.reshape(p.targets.shape[0], p.targets.shape[2])
-        _, g = loss_and_grads(p, q, w)
-        for name, a, ga, b, s2 in zip(("M", "W1", "W2"), q.arrays(), g.arrays(), buf, sq):
-            if name == "M" and not train_memorization:
-                continue
-            lt = lam_t.reshape((-1,) + (1,) * (a.ndim - 1))
-            if decay_form == "l2" and lam_t.any():
-                ga = ga + lt * a
-            if optimizer == "gd":
-                a -= eta * ga
-            elif optimizer == "momentum":
-                b *= momentum
-                b += ga
-                a -= eta * b
-            else:
-                a -= adam_step(b, s2, ga, t + 1, eta, betas, eps)
-            if decay_form == "decoupled" and lam_t.any():
-                a *= 1 - eta * lt
+        step(p, rows, rows.lam_of_rows(lam[t]), t, w)
         if (t + 1) % eval_every == 0 or t + 1 == total:
             record(t + 1)
             if progress is not None:
                 progress(eval_every)
-    return np.array(steps, dtype=float), {k: np.array(v) for k, v in records.items()}, q
+    final = Params(*(a[rows.row_of] for a in rows.live().arrays()))
+    return np.array(steps, dtype=float), {k: np.array(v) for k, v in records.items()}, final
+
+
+class _Rows:
+    """The distinct states of a batch: row r holds the parameters and optimizer moments
+    (first: buffer or m; second: v) shared by the members i with row_of[i] == r."""
+
+    def __init__(self, q: Params):
+        n = q.W1.shape[0]
+        self.row_of, firsts = np.zeros(n, dtype=int), []     # firsts: one member per distinct init
+        for i in range(n):
+            same = (r for r, f in enumerate(firsts) if all(np.array_equal(a[i], a[f]) for a in q.arrays()))
+            self.row_of[i] = next(same, len(firsts))
+            if self.row_of[i] == len(firsts):
+                firsts.append(i)
+        self.n = len(firsts)
+        self.params = Params(*(np.zeros_like(a) for a in q.arrays()))    # room for one row per member
+        for a, a0 in zip(self.params.arrays(), q.arrays()):
+            a[:self.n] = a0[firsts]
+        self.moments = [[np.zeros_like(a) for a in q.arrays()] for _ in range(2)]
+
+    def live(self) -> Params:
+        return Params(*(a[:self.n] for a in self.params.arrays()))
+
+    def live_moments(self, k: int) -> list[np.ndarray]:
+        return [a[:self.n] for a in self.moments[k]]
+
+    def lam_of_rows(self, lam_t: np.ndarray) -> np.ndarray:
+        """This step's lambda per live row (every member of a row has the same)."""
+        out = np.zeros(self.n)
+        out[self.row_of] = lam_t
+        return out
+
+    def part(self, lam_t: np.ndarray) -> None:
+        """Give each (row, lambda) pair its own row: the row's first lambda keeps it, any other
+        gets a copy of it appended."""
+        new = {}
+        for i, (r, lt) in enumerate(zip(self.row_of.tolist(), lam_t.tolist())):
+            if (r, lt) not in new:
+                kept = any(k[0] == r for k in new)
+                new[r, lt] = self.n if kept else r
+                if kept:
+                    for a in (*self.params.arrays(), *self.moments[0], *self.moments[1]):
+                        a[self.n] = a[r]
+                    self.n += 1
+            self.row_of[i] = new[r, lt]
+
+
+class _Step:
+    """One optimizer step of every live row, in place: row by row for M (its gradient, about a
+    megabyte a row, is used while in cache), then W1 and W2 for all rows at once."""
+
+    def __init__(self, shape: Params, optimizer, decay_form, eta, momentum, betas, eps, train_memorization):
+        self.optimizer, self.decay_form, self.eta = optimizer, decay_form, eta
+        self.momentum, self.betas, self.eps, self.train_memorization = momentum, betas, eps, train_memorization
+        # gradients and two temporaries: one row for M, every row for W1 and W2
+        self.scratch = [Params(np.zeros_like(shape.M[:1]), np.zeros_like(shape.W1), np.zeros_like(shape.W2))
+                        for _ in range(3)]
+
+    def __call__(self, p: Problem, rows: _Rows, lam: np.ndarray, t: int, w) -> None:
+        grad, s1, s2 = self.scratch
+        q, m1, m2 = rows.live(), rows.live_moments(0), rows.live_moments(1)
+        decaying = bool(lam.any())
+        for r in range(rows.n):
+            one = slice(r, r + 1)
+            loss_and_grads(p, Params(q.M[one], q.W1[one], q.W2[one]), w, Params(grad.M, grad.W1[one], grad.W2[one]))
+            if self.train_memorization:
+                self.update(q.M[one], grad.M, m1[0][one], m2[0][one], lam[one], t, decaying, (s1.M, s2.M))
+        n = slice(0, rows.n)
+        for k in (1, 2):
+            self.update(q.arrays()[k], grad.arrays()[k][n], m1[k], m2[k], lam, t, decaying,
+                        (s1.arrays()[k][n], s2.arrays()[k][n]))
+
+    def update(self, a, g, first, second, lam, t, decaying, scratch) -> None:
+        """a's step from its gradient g (overwritten), with the decay as decay_form says."""
+        lt = lam.reshape((-1,) + (1,) * (a.ndim - 1))
+        if self.decay_form == "l2" and decaying:
+            g += np.multiply(lt, a, out=scratch[0])
+        if self.optimizer == "gd":
+            g *= self.eta
+            a -= g
+        elif self.optimizer == "momentum":
+            first *= self.momentum
+            first += g
+            a -= np.multiply(first, self.eta, out=scratch[0])
+        else:
+            adam_update(a, first, second, g, t + 1, self.eta, self.betas, self.eps, scratch)
+        if self.decay_form == "decoupled" and decaying:
+            a *= 1 - self.eta * lt
 
 
 def adam_gain(arrays, second_moments, t: int, eta: float, beta2: float, eps: float) -> np.ndarray:

@@ -58,19 +58,21 @@ def residuals(p: Problem, q: Params):
     return R, c, V
 
 
-def loss_and_grads(p: Problem, q: Params, weights: np.ndarray | None = None):
+def loss_and_grads(p: Problem, q: Params, weights: np.ndarray | None = None, out: Params | None = None):
     """Data loss alpha * sum 1/2 |f - y|^2 per batch member and its gradients (no decay).
 
-    `weights` (P, K), optional, reweights examples (minibatch masks for SGD).
+    `weights` (P, K), optional, reweights examples (minibatch masks for SGD). `out`, optional,
+    receives the gradients (the same floats, without allocating the large gM every step).
     """
     R, c, V = residuals(p, q)
     Rw = R if weights is None else R * weights[None, :, None, :]
     a, E, U, i, j = p.alpha, p.keys, p.anchors, p.pairs[:, 0], p.pairs[:, 1]
+    o = Params(None, None, None) if out is None else out
     loss = 0.5 * a * np.einsum("bpdk,bpdk->b", R, Rw)
-    gM = a * Rw @ E.T
-    gW1 = a * np.einsum("bp,bpdk->bdk", c, Rw) @ E.T
+    gM = np.matmul(a * Rw, E.T, out=o.M)
+    gW1 = np.matmul(a * np.einsum("bp,bpdk->bdk", c, Rw), E.T, out=o.W1)
     gc = a * np.einsum("bpdk,bdk->bp", Rw, V)
-    gW2 = np.einsum("bp,dp,ep->bde", gc, U[:, j], U[:, i])
+    gW2 = np.einsum("bp,dp,ep->bde", gc, U[:, j], U[:, i], out=o.W2)
     return loss, Params(gM, gW1, gW2)
 
 
