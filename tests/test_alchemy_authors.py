@@ -279,8 +279,7 @@ def _arm_config(arm: str, epochs: int = 150, extra: tuple = ()):
 
 def test_each_ablation_arm_puts_back_one_difference_only():
     """Parsed by the CLI's own parser, each arm's command differs from the authors' arm in the one field it
-    names; the authors' arm with the long run's checkpoints is the long run the repository carries."""
-    import json
+    names; the authors' arm with the long run's checkpoints is the long run the repository exports (runs_authors)."""
     from dataclasses import asdict
     from pathlib import Path
     from critwin.paper_checks.recipe_ablation import ARMS
@@ -299,10 +298,13 @@ def test_each_ablation_arm_puts_back_one_difference_only():
     assert changed["no decay"] <= {"wd_windows", "decay_set"}
     assert changed["cosine lr"] == {"lr_schedule"} and changed["query closed by <io>"] == {"query_end"}
     assert changed["their held-out split"] == {"held_out"}
-    carry = Path(__file__).resolve().parents[1] / "paper_checks" / "reports" / "alchemy_authors" / "carry"
-    long_run = json.loads((carry / "manifest.json").read_text())["run_id"]
+    import pandas as pd
+    index = Path(__file__).resolve().parents[1] / "paper_checks" / "reports" / "alchemy_authors" / "runs_authors"
+    runs = pd.read_csv(index / "run_index.csv").set_index("run_id")
     kept = ("--checkpoints", *(str(3430 * k) for k in range(1, 15)))
-    assert _arm_config("authors", extra=kept).run_id() == long_run
+    long_run = runs.loc[_arm_config("authors", extra=kept).run_id()]    # the exported long run, seed 0
+    assert (long_run.status, long_run.freeze, long_run.epochs_done) == ("complete", "none", 150.0)
+    assert long_run.isna().branch
 
 
 def test_an_arm_paused_early_keeps_the_long_runs_schedule():
