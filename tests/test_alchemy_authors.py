@@ -194,6 +194,7 @@ def test_bf16_autocast_is_an_option_that_changes_only_its_own_runs():
         TrainConfig(precision="fp16")
 
 
+@pytest.mark.slow
 def test_the_gpu_job_runs_its_checks_on_the_cpu_at_a_tiny_size(tmp_path):
     """paper_checks/gpu_alchemy.py at --size quick on the CPU: both checks judged, a summary written."""
     import json
@@ -354,6 +355,7 @@ def test_a_job_stopped_at_its_deadline_gets_sigterm_first(tmp_path):
     assert run_before([sys.executable, "-c", "pass"], time.time() + 1) == "not run"
 
 
+@pytest.mark.slow
 def test_the_recipe_ablation_trains_each_arm_in_its_own_store_from_outside_the_repository(tmp_path):
     """At quick size every arm's run is its own (at that size some arms equal the preset, and in one store two
     arms claimed one run), each is read back by its id, and the trainings run with the store as their working

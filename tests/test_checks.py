@@ -38,6 +38,7 @@ def test_t1_check(capsys, tmp_path):
     assert (tmp_path / "T1_quick.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_quick_empirical_check_runs_end_to_end(capsys, tmp_path):
     code = main(["check", "W2", "--size", "quick", "--store", str(tmp_path / "runs"), "--results",
                  str(tmp_path / "res"), "--workers", "2", "--no-progress", "--json"])

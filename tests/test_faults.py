@@ -42,6 +42,7 @@ def stored(store: Path) -> dict:
     return {rid: s.status(rid) for rid in s.scan()[0]}
 
 
+@pytest.mark.slow
 def test_killing_one_worker_costs_only_what_it_was_doing(tmp_path):
     """kill -9 of one of two workers: nothing is stored as failed, the runs cut short keep their
     resume states, the exit code says runs were lost, and a plain rerun finishes them from there."""
@@ -166,6 +167,7 @@ def test_ctrl_c_stores_the_finished_runs_and_leaves_the_rest_resumable(tmp_path)
     assert again.returncode == 0 and res["done"] == 6 - n and res["skipped"] == n
 
 
+@pytest.mark.slow
 def test_sigterm_to_a_pool_sweep_keeps_what_its_workers_trained(tmp_path):
     """SIGTERM to a sweep on two workers (a scheduler's or `pkill`'s stop) stops each worker after its
     step with its run's resume state written, although none was due for an hour: nothing trained is lost.

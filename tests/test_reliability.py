@@ -334,6 +334,7 @@ def test_a_damaged_or_foreign_resume_state_is_ignored_with_a_warning(tmp_path):
     pd.testing.assert_frame_equal(run.metrics, whole.metrics)
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_continues_its_run_in_progress_from_the_resume_state(tmp_path):
     """kill -9 during one long run trained alone (--pack 1): the next
     sweep starts it from the saved state, not step 0, stores the numbers of an uninterrupted run
@@ -366,6 +367,7 @@ def test_a_killed_sweep_continues_its_run_in_progress_from_the_resume_state(tmp_
     assert ids == [cfg.run_id()] and problems == []
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_continues_its_pack_in_progress_from_the_pack_state(tmp_path, capsys):
     """kill -9 during a pack of two (the CPU default trains packable runs on the engine): the
     next sweep continues the pack from its saved state, stores the numbers of an uninterrupted

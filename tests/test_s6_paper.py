@@ -282,6 +282,7 @@ def _component_names(cfg, state: dict) -> dict:
     return {c: [names[id(p)] for p in ps] for c, ps in model.components().items()}
 
 
+@pytest.mark.slow
 def test_quick_protocol_trains_the_whole_path(tmp_path, capsys):
     """The training path end to end at the quick (test) size, through the real command: the probe pauses at A's
     completion, the baseline checkpoints at the freeze points, one branch per component and point freezes that

@@ -56,6 +56,7 @@ def test_a_stop_rule_needs_a_resume_state(tmp_path):
         train(config_from_flat(BASE), progress=False, stop_when=AfterStep(25))
 
 
+@pytest.mark.slow
 def test_a_branch_takes_its_checkpoint_from_a_run_still_in_training(tmp_path):
     """The checkpoint a paused run's resume state holds gives the same branch as the stored run's."""
     flat = {**BASE, "checkpoints": [20]}
@@ -71,6 +72,7 @@ def test_a_branch_takes_its_checkpoint_from_a_run_still_in_training(tmp_path):
     pd.testing.assert_frame_equal(early.load(branch.run_id()).metrics, done.load(branch.run_id()).metrics)
 
 
+@pytest.mark.slow
 def test_a_sweep_pause_keeps_the_runs_and_the_same_sweep_without_it_finishes_them(tmp_path, capsys):
     cfgs = plasticity_configs({**BASE, "checkpoints": [20]}, "layer0", [20], [0, 1])
     store, ref = RunStore(tmp_path / "s"), RunStore(tmp_path / "ref")
@@ -202,6 +204,7 @@ def test_s6_reads_no_delay_at_a_freeze_point_it_has_not_trained(tmp_path):
     assert res["runs_to_train"] == 1 + 2 * len(comps)
 
 
+@pytest.mark.slow
 def test_critwin_train_stop_at_stage_pauses_at_the_third_evaluation_at_the_level(tmp_path):
     """`--stop-at-stage train:acc` pauses at the third evaluation in a row with train accuracy >= 0.9, found here
     by a plain count on the unpaused run's curve; the command without it finishes the run as if unpaused; a metric
