@@ -65,7 +65,7 @@ def registered_scores(folder: Path = THEORY3) -> dict:
             "measured_runs": out["measured_runs"], "skill": rows}
 
 
-def demo(steps: int = 6000, width: int = 3000, wd: float = DEMO_WD, task_seeds: int = 2, seeds: int = 2,
+def demo(steps: int = 4200, width: int = 3000, wd: float = DEMO_WD, task_seeds: int = 2, seeds: int = 2,
          store="runs", out="critwin-out", workers: int | None = 2, quiet: bool = False,
          pack: int | None = None, max_runs: int | None = None) -> dict:
     """Predict the left edge, then train no decay and windows from step 0, from the predicted edge and from

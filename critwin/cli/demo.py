@@ -12,7 +12,7 @@ def cmd_demo(args):
 
 
 def register(p):
-    p.add_argument("--steps", type=int, default=6000, help="training length of each run")
+    p.add_argument("--steps", type=int, default=4200, help="training length of each run")
     p.add_argument("--width", type=int, default=3000, help="decay window width")
     p.add_argument("--wd", type=float, default=DEMO_WD, help="the L2 penalty inside the windows (the paper's Eq. 4)")
     p.add_argument("--task-seeds", type=int, default=2, help="task instances 0..N-1")
