@@ -25,6 +25,8 @@ from critwin.errors import ConfigError
 DEMO = {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "gamma": 0.5, "decay_form": "l2",
         "decay_set": "non_embedding"}
 DEMO_WD = 4e-3
+DEMO_STEPS = 4200    # the late window's runs sit at their final OOD from step 3,600 (a 6,000-step demo's curves)
+DEMO_WIDTH = 3000
 LATE = 400            # the window after both edges: the committed measurements compose there (0.968)
 PROBE_STEPS = 600     # SGD's held share crosses 1/2 by step ~250 at gamma 0.5 (theory2/held_curves.json)
 THEORY3 = Path(__file__).resolve().parents[1] / "paper_checks" / "reports" / "theory3"
@@ -65,7 +67,7 @@ def registered_scores(folder: Path = THEORY3) -> dict:
             "measured_runs": out["measured_runs"], "skill": rows}
 
 
-def demo(steps: int = 4200, width: int = 3000, wd: float = DEMO_WD, task_seeds: int = 2, seeds: int = 2,
+def demo(steps: int = DEMO_STEPS, width: int = DEMO_WIDTH, wd: float = DEMO_WD, task_seeds: int = 2, seeds: int = 2,
          store="runs", out="critwin-out", workers: int | None = 2, quiet: bool = False,
          pack: int | None = None, max_runs: int | None = None) -> dict:
     """Predict the left edge, then train no decay and windows from step 0, from the predicted edge and from

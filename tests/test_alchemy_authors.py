@@ -305,7 +305,7 @@ def test_each_ablation_arm_puts_back_one_difference_only():
     kept = ("--checkpoints", *(str(3430 * k) for k in range(1, 15)))
     long_run = runs.loc[_arm_config("authors", extra=kept).run_id()]    # the exported long run, seed 0
     assert (long_run.status, long_run.freeze, long_run.epochs_done) == ("complete", "none", 150.0)
-    assert long_run.isna().branch
+    assert pd.isna(long_run.branch)
 
 
 def test_an_arm_paused_early_keeps_the_long_runs_schedule():

@@ -1,7 +1,7 @@
 """Command `critwin demo`: the main job, a predicted window verified on quick runs."""
 from __future__ import annotations
 
-from critwin.bridge.demo import DEMO_WD, demo, render
+from critwin.bridge.demo import DEMO_STEPS, DEMO_WD, DEMO_WIDTH, demo, render
 from critwin.cli.common import add_max_runs
 
 
@@ -12,8 +12,8 @@ def cmd_demo(args):
 
 
 def register(p):
-    p.add_argument("--steps", type=int, default=4200, help="training length of each run")
-    p.add_argument("--width", type=int, default=3000, help="decay window width")
+    p.add_argument("--steps", type=int, default=DEMO_STEPS, help="training length of each run")
+    p.add_argument("--width", type=int, default=DEMO_WIDTH, help="decay window width")
     p.add_argument("--wd", type=float, default=DEMO_WD, help="the L2 penalty inside the windows (the paper's Eq. 4)")
     p.add_argument("--task-seeds", type=int, default=2, help="task instances 0..N-1")
     p.add_argument("--seeds", type=int, default=2, help="init seeds 0..N-1 per task instance")
