@@ -5,9 +5,11 @@ baseline of the same seed, then every 10 epochs, and times P(B given A) and P(C 
 the three-in-a-row rule. Per seed three kinds of run train, in order:
 
 1. a probe: the baseline's config without checkpoints, paused once A completes: it gives t_A;
-2. the baseline: the same config with a checkpoint at every freeze point t_A + 10 k (k < points), to the end;
-3. frozen branches from those checkpoints, one per component and freeze point where a stage is still to complete
-   in the baseline, paused once both later stages complete (their times can no longer move).
+2. the baseline: the same config with a checkpoint at every freeze point t_A + 10 k (k < points), paused once
+   both later stages complete (their times can no longer move), else to the end;
+3. frozen branches from those checkpoints, one per component and freeze point where a stage the baseline
+   completes is still to complete, paused once each such stage is decided: complete, or no longer able to
+   complete within 10 epochs of the baseline (`StagesDecided`), which is all the verdict rule reads.
 
 A point at or after the baseline's completion of a stage gives that stage delay 0 by construction (the authors'
 rule); a baseline that never completes a stage leaves its delays censored; a frozen run that never completes it
@@ -73,7 +75,8 @@ def stage_delay(base: dict, frozen: dict | None, freeze_epoch: float) -> dict:
     """A stage's delay (epochs) at one freeze point from two stage timings (`stage_timing` dicts): `kind` is
     inherited (the baseline completed it at or before the freeze: 0 by construction), baseline censored (no
     delay), missing (the frozen run is not read yet), complete (the difference) or censored (the frozen run had
-    not completed it when it stopped: `delay` is a lower bound, its epoch reached minus the baseline's time)."""
+    not completed it when it stopped: `delay` is a lower bound, the earliest it can still complete (`stage_timing`'s
+    bound_epoch) minus the baseline's time)."""
     if base["censored"]:
         return {"kind": "baseline censored", "delay": math.nan, "lower_bound": False,
                 "epoch_reached": base["epoch_reached"], "protocol_epochs": base["protocol_epochs"]}
@@ -81,8 +84,9 @@ def stage_delay(base: dict, frozen: dict | None, freeze_epoch: float) -> dict:
         return {"kind": "inherited", "delay": 0.0, "lower_bound": False}
     if frozen is None:
         return {"kind": "missing", "delay": math.nan, "lower_bound": False}
-    if frozen["censored"]:
-        return {"kind": "censored", "delay": frozen["epoch_reached"] - base["epoch"], "lower_bound": True,
+    if frozen["censored"]:      # the earliest the stage can still complete (a trailing run at its level counts)
+        bound = frozen.get("bound_epoch", frozen["epoch_reached"])
+        return {"kind": "censored", "delay": bound - base["epoch"], "lower_bound": True,
                 "epoch_reached": frozen["epoch_reached"], "protocol_epochs": frozen["protocol_epochs"]}
     return {"kind": "complete", "delay": frozen["epoch"] - base["epoch"], "lower_bound": False}
 
@@ -294,14 +298,28 @@ def read_timings(store, cfg, spe: float, protocol_epochs: int, metrics=(ANCHOR,)
     return out
 
 
-def settled(t: dict | None) -> bool:
-    """No more training can change what a frozen run reads: stored complete (or failed, diverged), or paused with
-    both later stages complete."""
+def settled(t: dict | None, deadlines: dict | None = None) -> bool:
+    """No more training can change what a run reads: stored complete (or failed, diverged), or paused with both
+    later stages complete, or (a frozen branch, `deadlines` from `branch_deadlines`) with each stage decided:
+    complete, or unable to complete by its deadline (the rule `StagesDecided` pauses it by)."""
     if t is None:
         return False
     if t["status"] in ("complete", "failed", "diverged"):
         return True
-    return t["status"] == "paused" and all(t.get(m) is not None and not t[m]["censored"] for m in PAPER_STAGES)
+    if t["status"] != "paused":
+        return False
+    if deadlines is None:
+        return all(t.get(m) is not None and not t[m]["censored"] for m in PAPER_STAGES)
+    return all(d is None or (t.get(m) is not None and (not t[m]["censored"] or t[m]["bound_step"] > d))
+               for m, d in deadlines.items())
+
+
+def branch_deadlines(bt: dict, every: int, spe: int) -> dict:
+    """Per later stage the step by which a frozen branch of this seed must complete it for its delay to be at
+    most `every` epochs (the verdict's "closed"): the baseline's completion step + every epochs; None where the
+    baseline does not complete it (its delays are censored whatever a branch does)."""
+    return {m: (None if bt.get(m) is None or bt[m]["censored"] else bt[m]["step"] + every * spe)
+            for m in PAPER_STAGES}
 
 
 def plan(protocol: Protocol, store, seeds: int | None = None, device: str = "cpu") -> dict:
@@ -317,15 +335,17 @@ def plan(protocol: Protocol, store, seeds: int | None = None, device: str = "cpu
         pt = read_timings(store, probe, spe, protocol.epochs, (ANCHOR,))
         t_a = pt[ANCHOR]["epoch"] if pt and pt[ANCHOR] and not pt[ANCHOR]["censored"] else None
         row = {"probe": probe, "t_a": t_a, "freeze_epochs": freeze_epochs(t_a, protocol) if t_a else [],
-               "baseline": None, "base_timings": None, "branches": {}}
+               "baseline": None, "base_timings": None, "branches": {}, "deadlines": None}
         if t_a is not None:
             base = baseline_config(flat, s, row["freeze_epochs"])
             row["baseline"], row["base_timings"] = base, read_timings(store, base, spe, protocol.epochs)
             bt = row["base_timings"]
-            done = bt is not None and bt["status"] == "complete"
+            done = settled(bt)
+            row["deadlines"] = branch_deadlines(bt, protocol.every, spe) if done else None
             for f in row["freeze_epochs"]:
-                # a branch is needed where a later stage is still to complete at f (or the baseline is unread)
-                need = not done or any(bt[m] is None or bt[m]["censored"] or bt[m]["epoch"] > f for m in PAPER_STAGES)
+                # a branch is needed where a stage the baseline completes is still to complete at f (or the
+                # baseline is not settled yet); a stage the baseline never completes has no delay to time
+                need = not done or any(d is not None and bt[m]["epoch"] > f for m, d in row["deadlines"].items())
                 if need:
                     for c in comps:
                         row["branches"][(c, f)] = branch_config(base, c, f, spe)
@@ -350,13 +370,28 @@ def count_runs(protocol: Protocol, p: dict) -> dict:
 
 
 def worst_case_steps(protocol: Protocol, p: dict, t_a_guess: float) -> int:
-    """Training steps if every branch trains to the end (no stage completes), t_A as guessed where not known."""
+    """Training steps if every baseline trains to the end and every branch too (a bound: a branch stops at its
+    deadlines, `planned_steps`), t_A as guessed where not known."""
     spe, total = p["spe"], 0
     for r in p["per_seed"].values():
         t_a = r["t_a"] if r["t_a"] is not None else t_a_guess
         total += int((t_a + 2) * spe) + protocol.epochs * spe
         total += sum((protocol.epochs - f) * spe for f in freeze_epochs(t_a, protocol)) * len(p["components"])
     return int(total)
+
+
+def planned_steps(protocol: Protocol, p: dict) -> int | None:
+    """The most training steps the planned branches can take (None while a baseline is not settled): each stops by
+    2 evaluations past its latest deadline (a run at the level that starts by then completes or breaks within
+    2 more; the 3-in-a-row rule), or at the protocol's end."""
+    spe, total = p["spe"], 0
+    for r in p["per_seed"].values():
+        if r["t_a"] is None or r.get("deadlines") is None:
+            return None
+        for (_, f), _cfg in r["branches"].items():
+            stop = max(d for d in r["deadlines"].values() if d is not None) / spe + 2
+            total += int((min(protocol.epochs, stop) - f) * spe)
+    return total
 
 
 def dry_run(protocol: Protocol, store, seeds: int | None = None, device: str = "cpu", t_a_guess: float = 1.0) -> str:
@@ -378,6 +413,9 @@ def dry_run(protocol: Protocol, store, seeds: int | None = None, device: str = "
         for (c, f), cfg in r["branches"].items():
             lines.append(f"  branch {cfg.run_id()}: {c} frozen from epoch {f} ({store.status(cfg.run_id()) or 'to train'})")
     cr = count_runs(protocol, p)
+    known = planned_steps(protocol, p)
+    if known is not None:
+        lines.append(f"planned branches: at most {known:,} training steps (each to its stages' deadlines)")
     lines.append(f"runs: {cr['probes']} probes, {cr['baselines']} baselines, {cr['branches_planned']} branches planned"
                  f" now (at most {cr['branches_at_most']}); at most {worst_case_steps(protocol, p, t_a_guess):,}"
                  f" training steps if no frozen run completes its stages (t_A = {t_a_guess:g} where not yet known)")
@@ -394,13 +432,15 @@ def train(protocol: Protocol, store, executor=None, progress: bool = True, seeds
     probes = [r["probe"] for r in p["per_seed"].values()]
     run_sweep(probes, store, executor, progress=progress, pack=1, pause=Pause(when=StageReached(ANCHOR)))
     p = plan(protocol, store, seeds, device)
+    from critwin.empirical.metrics.stages import StagesDecided, StagesReached
     run_sweep([r["baseline"] for r in p["per_seed"].values() if r["baseline"] is not None], store, executor,
-              progress=progress)
+              progress=progress, pack=1, pause=Pause(when=StagesReached(PAPER_STAGES)))
     p = plan(protocol, store, seeds, device)
-    branches = [c for r in p["per_seed"].values() for c in r["branches"].values()]
-    branches.sort(key=lambda c: -c.branch_point()[1])
-    from critwin.empirical.metrics.stages import StagesReached
-    run_sweep(branches, store, executor, progress=progress, pack=1, pause=Pause(when=StagesReached(PAPER_STAGES)))
+    for r in p["per_seed"].values():      # one sweep a seed: its branches share the baseline's deadlines
+        branches = sorted(r["branches"].values(), key=lambda c: -c.branch_point()[1])
+        if branches:
+            run_sweep(branches, store, executor, progress=progress, pack=1,
+                      pause=Pause(when=StagesDecided(r["deadlines"])))
 
 
 def measure(protocol: Protocol, store, seeds: int | None = None, device: str = "cpu") -> dict:
@@ -411,7 +451,7 @@ def measure(protocol: Protocol, store, seeds: int | None = None, device: str = "
     planned = 0
     for s, r in p["per_seed"].items():
         planned += 2
-        if r["t_a"] is None or r["base_timings"] is None or r["base_timings"]["status"] != "complete":
+        if r["t_a"] is None or not settled(r["base_timings"]):
             unsettled += 2 if r["t_a"] is None else 1      # the probe and the baseline, or the baseline
             continue
         bt = r["base_timings"]
@@ -424,7 +464,8 @@ def measure(protocol: Protocol, store, seeds: int | None = None, device: str = "
                     cfg = r["branches"].get((c, f))
                     ft = read_timings(store, cfg, spe, protocol.epochs) if cfg is not None else None
                     d = stage_delay(bt[st], ft[st] if ft and ft.get(st) else None, f)
-                    if cfg is not None and not settled(ft) and d["kind"] not in ("inherited", "baseline censored"):
+                    if cfg is not None and not settled(ft, r["deadlines"]) and \
+                            d["kind"] not in ("inherited", "baseline censored"):
                         d = {**d, "kind": "missing", "delay": math.nan, "lower_bound": False}
                     pts.append((f, d))
                     delays.append({"component": c, "stage": st, "seed": s, "freeze_epoch": f,
@@ -433,7 +474,7 @@ def measure(protocol: Protocol, store, seeds: int | None = None, device: str = "
                 windows[(c, st, s)] = stage_window(pts, protocol.every)
         for (c, f), cfg in r["branches"].items():
             planned += 1
-            unsettled += not settled(read_timings(store, cfg, spe, protocol.epochs))
+            unsettled += not settled(read_timings(store, cfg, spe, protocol.epochs), r["deadlines"])
     return {"plan": p, "windows": windows, "delays": delays, "unsettled": unsettled, "planned": planned,
             "anchor_mismatch": mismatch}
 

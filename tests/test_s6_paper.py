@@ -285,9 +285,9 @@ def _component_names(cfg, state: dict) -> dict:
 @pytest.mark.slow
 def test_quick_protocol_trains_the_whole_path(tmp_path, capsys):
     """The training path end to end at the quick (test) size, through the real command: the probe pauses at A's
-    completion, the baseline checkpoints at the freeze points, one branch per component and point freezes that
-    component from that checkpoint (its parameters unchanged after), the timing rows and the verdict, and a
-    rerun that trains nothing."""
+    completion, the baseline checkpoints at the freeze points, the timing rows and the verdict (censored: no later
+    stage completes at this size), a rerun that trains nothing; then one branch per component and point from those
+    checkpoints, paused by the branch rule, freezes that component (its parameters unchanged after)."""
     import json
     from dataclasses import replace
 
@@ -327,23 +327,15 @@ def test_quick_protocol_trains_the_whole_path(tmp_path, capsys):
     assert sorted(store.checkpoint_steps(base.run_id())) == steps
     assert replace(base, checkpoints=()) == replace(r["probe"], checkpoints=())
 
-    # the branches: every component at every point (no later stage completes this early in the baseline)
-    assert set(r["branches"]) == {(c, f) for c in p["components"] for f in r["freeze_epochs"]}
-    for (c, f), cfg in r["branches"].items():
-        assert cfg.freeze == ((c, int(f * spe)),) and cfg.branch == f"{base.run_id()}@{int(f * spe)}"
-        assert cfg.freeze_optimizer == "rebuild" and cfg.checkpoints == ()
-        assert replace(cfg, freeze=(), branch=None, freeze_optimizer=base.freeze_optimizer) == replace(base, checkpoints=())
-        t = read_timings(store, cfg, spe, prot.epochs)
-        assert settled(t) and store.status(cfg.run_id()) in ("complete", "paused")
-        # a branch's curve holds the baseline's up to its freeze step (it continues from the checkpoint)
-        fm, bm = store.load(cfg.run_id()).metrics, store.load(base.run_id()).metrics
-        assert fm.step.min() > int(f * spe) or set(fm.step) <= set(bm.step)
-
-    # the timing rows: every (component, freeze point, seed) for both later stages; the verdict is written
+    # no later stage completes this early in the test-size baseline, so no branch is planned (their delays would
+    # be censored whatever a branch does) and every window is inconclusive, censored at the protocol's end
+    assert r["deadlines"] == {m: None for m in PAPER_STAGES} and r["branches"] == {}
     res = json.loads(next(results.glob("S6_paper_form_quick*.json")).read_text())
     have = {(d["component"], d["stage"], d["freeze_epoch"], d["seed"]) for d in res["delays"]}
     assert have == {(c, st, f, 0) for c in p["components"] for st in PAPER_STAGES for f in r["freeze_epochs"]}
-    assert "incomplete" not in res["verdict"] and res["verdict"].endswith(f"({prot.label})")
+    assert {d["kind"] for d in res["delays"]} == {"baseline censored"}
+    assert res["verdict"].startswith("inconclusive (censored at epoch 9 of the protocol's 9")
+    assert res["verdict"].endswith(f"({prot.label})")
     assert f"verdict: {res['verdict']}" in out and res["protocol"] == "quick"
 
     # rerun: nothing trains, nothing in the store changes
@@ -351,14 +343,38 @@ def test_quick_protocol_trains_the_whole_path(tmp_path, capsys):
     assert main(cmd) == 0
     assert _state(root) == before
 
-    # each branch replayed with a checkpoint at its last step (the same training: the same curves): the frozen
+    # the branches' path: every component frozen from each checkpoint, paused by the branch rule at the first
+    # evaluation past a deadline 1 evaluation after the freeze (B given A never completes here)
+    from critwin.empirical.metrics.stages import StagesDecided
+    from critwin.paper_checks.s6_paper import branch_config
+    from critwin.empirical.sweep import Pause
+    branches = {(c, f): branch_config(base, c, f, spe) for c in p["components"] for f in r["freeze_epochs"]}
+    for (c, f), cfg in branches.items():
+        assert cfg.freeze == ((c, int(f * spe)),) and cfg.branch == f"{base.run_id()}@{int(f * spe)}"
+        assert cfg.freeze_optimizer == "rebuild" and cfg.checkpoints == ()
+        assert replace(cfg, freeze=(), branch=None, freeze_optimizer=base.freeze_optimizer) == replace(base, checkpoints=())
+        deadline = {"p_b_given_a": int((f + 1) * spe), "p_c_given_ab": None}
+        run_sweep([cfg], store, LocalExecutor(1), progress=False, pack=1, pause=Pause(when=StagesDecided(deadline)))
+        t = read_timings(store, cfg, spe, prot.epochs)
+        stop = min(int((f + 2) * spe), cfg.steps)       # the first evaluation past the deadline, or the end
+        assert t["step"] == stop and store.status(cfg.run_id()) == ("paused" if stop < cfg.steps else "complete")
+        assert settled(t, deadline) and t["p_b_given_a"]["censored"]
+        assert not settled({**t, "status": "paused", "p_b_given_a": {**t["p_b_given_a"], "bound_step": (f + 1) * spe}},
+                           deadline)
+        # a branch's curve holds the baseline's up to its freeze step (it continues from the checkpoint)
+        fm, bm = store.load(cfg.run_id()).metrics, store.load(base.run_id()).metrics
+        pre = fm[fm.step <= int(f * spe)].reset_index(drop=True)
+        assert len(pre) and pre.equals(bm[bm.step <= int(f * spe)].reset_index(drop=True)[pre.columns])
+
+    # each branch replayed to the end with a checkpoint at its pause step (the same training: the same curves): the frozen
     # component's parameters there equal the baseline's checkpoint at the freeze step, the others moved
-    for (c, f), cfg in r["branches"].items():
+    for (c, f), cfg in branches.items():
         got = store.load(cfg.run_id())
         again = replace(cfg, checkpoints=(got.steps_done,))
-        run_sweep([again], store, LocalExecutor(1), progress=False, pack=1)
+        run_sweep([again], store, LocalExecutor(1), progress=False, pack=1)        # to the end, unpaused
         a = store.load(again.run_id()).metrics
         cols = ["step", "split", "metric", "value"]
+        a = a[a.step <= got.steps_done]
         assert a[cols].reset_index(drop=True).equals(got.metrics[cols].reset_index(drop=True))
         w_f = store.checkpoint(base.run_id(), int(f * spe))["model"]
         w_end = store.checkpoint(again.run_id(), got.steps_done)["model"]

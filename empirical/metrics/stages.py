@@ -16,6 +16,8 @@ censored too), and the fraction of seeds in which the stage happens.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from critwin.errors import ConfigError
@@ -52,6 +54,9 @@ class ThresholdStage:
                 self.completion_ = float(s[i - self.n + 1])
                 break
         self.censored_ = bool(np.isnan(self.completion_))
+        # censored: where the stage can still complete at the earliest, the first step of the curve's trailing
+        # run at or above tau (nan if the last evaluation is below it: the stage completes after the curve ends)
+        self.open_from_ = float(s[len(s) - run]) if self.censored_ and run else float("nan")
         return self
 
 
@@ -133,12 +138,21 @@ def stage_timing(steps, curve, metric: str, steps_per_epoch: float, protocol_epo
                  method: str = "threshold", n: int = 3) -> dict:
     """A stage's time with its censoring: `step` and `epoch` where it completes (nan: not by the end), `censored`
     (not completed by the step the run reached: `reached`, else its last evaluation), the step and epoch
-    reached, and the protocol's length in epochs, so a stage not reached reads "censored at epoch E of N"."""
+    reached, and the protocol's length in epochs, so a stage not reached reads "censored at epoch E of N".
+    `bound_step` / `bound_epoch`: the completion time, or for a censored stage the earliest it can still
+    complete by the threshold rule (the first step of the curve's trailing run at or above the level, else the
+    step reached); the change-point rule gives the step reached."""
     s = np.asarray(steps, dtype=float)
-    t = stage_time(s, curve, metric, method, n)
     end = float(s[-1] if reached is None else reached)
+    if check_method(method) == "threshold":
+        fit = ThresholdStage(STAGE_TAUS.get(metric, 0.9), n).fit(s, curve)
+        t, bound = fit.completion_, fit.completion_ if not fit.censored_ else fit.open_from_
+    else:
+        t, bound = stage_time(s, curve, metric, method, n), math.nan
+    bound = t if np.isfinite(t) else (bound if np.isfinite(bound) else end)
     return {"metric": metric, "step": t, "epoch": t / steps_per_epoch, "censored": not np.isfinite(t),
-            "step_reached": end, "epoch_reached": end / steps_per_epoch, "protocol_epochs": int(protocol_epochs)}
+            "step_reached": end, "epoch_reached": end / steps_per_epoch, "protocol_epochs": int(protocol_epochs),
+            "bound_step": bound, "bound_epoch": bound / steps_per_epoch}
 
 
 class StageReached:
@@ -176,6 +190,35 @@ class StagesReached:
 
     def __repr__(self) -> str:
         return "StagesReached(" + ", ".join(repr(r.metric) for r in self.rules) + ")"
+
+
+class StagesDecided:
+    """A pause rule for a frozen branch (the paper-form S6): true once each stage of `deadlines` (metric -> a step,
+    or None for a stage not to wait for) has completed, or can no longer complete at or before its deadline by
+    the threshold rule (`stage_timing`'s bound_step past it), so training on cannot change whether the stage
+    completes by then. A class, not a closure, so a process pool can pickle it."""
+
+    def __init__(self, deadlines: dict, split: str = "test", n: int = 3):
+        self.deadlines, self.split, self.n = dict(deadlines), split, n
+
+    def decided(self, rows, metric: str, deadline) -> bool:
+        if deadline is None:
+            return True
+        pts = sorted((int(r[0]), float(r[3])) for r in rows if r[1] == self.split and r[2] == metric)
+        if rows and not pts:
+            logged = sorted({f"{r[1]}:{r[2]}" for r in rows})
+            raise ConfigError("stop_at_stage", f"{self.split}:{metric}", "a metric the run logs: " + ", ".join(logged))
+        if len(pts) < 2:
+            return False
+        steps, values = zip(*pts)
+        t = stage_timing(steps, np.nan_to_num(values), metric, 1.0, 0, None, "threshold", self.n)
+        return not t["censored"] or t["bound_step"] > deadline
+
+    def __call__(self, rows) -> bool:
+        return all(self.decided(rows, m, d) for m, d in self.deadlines.items())
+
+    def __repr__(self) -> str:
+        return f"StagesDecided({self.deadlines!r})"
 
 
 def detect_store(store, metrics=("event_a", "event_b", "event_c", "p_b_given_a"), split: str = "test",

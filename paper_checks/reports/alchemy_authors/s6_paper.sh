@@ -5,9 +5,9 @@
 # runs already where their pause leaves them stay, a killed run continues from its resume state. The store lives
 # outside the repository (never commit it, a checkpoint or a resume state).
 #   PROTOCOL=stone_cpu (default): stone tokens, cpu size, 100 epochs, 3 seeds, freeze at t_A + 0..70
-#     (3 probes, 3 baselines, at most 72 branches; measured 0.033 s a step on one thread of a busy AMD EPYC
-#     2-core host: about 1 h for the baselines, 9-10 h in all if the frozen runs behave like the earlier stone-token
-#     ones, 15.5 h at most)
+#     (3 probes, 3 baselines, at most 72 branches; 0.033 s a step on one thread of a busy AMD EPYC 2-core host;
+#     baselines pause once both later stages complete and branches once each is decided, so the cost depends on
+#     when the baselines complete them: --dry-run prints the bound on the planned branches' steps)
 #   PROTOCOL=authors: the authors' recipe, 1000 epochs, 3 seeds, embedding and 4 layers frozen at t_A + 0..240
 #     (3 probes, 3 baselines, at most 375 branches: a GPU job, DEVICE=cuda)
 #   PROTOCOL=quick: a test size, never a result (quick preset, 128 chemistries, 9 epochs, 1 seed, freeze at
