@@ -15,7 +15,10 @@ member; the plain loop the same way for one run. It prints seconds per member-st
 over the plain loop, and the estimated hours of the full protocol in packs of E on this device
 (training plus one evaluation an epoch), beside the plain loop's hours for the same 378 runs
 trained one after another, and for the branched protocol (each frozen run only from its freeze
-epoch, from the baseline's checkpoint, as the plain loop can). A pack that does not fit in memory
+epoch, from the baseline's checkpoint, as the plain loop can), and for the branched protocol as
+`paper_checks/s6_paper.py` trains it (`decided_hours`: the baseline paused once both later stages
+complete, a branch only before them and paused once each is decided, at most 12 epochs past the
+baseline's time; with the paper's times, B given A near epoch 300). A pack that does not fit in memory
 is reported and skipped; sizes left when --deadline seconds have passed are skipped.
 
 Run: python benchmarks/device_check_alchemy.py --device cuda [--members 8 32 64] [--steps 100]
@@ -41,6 +44,7 @@ from critwin.empirical.train import ModelStepper, initial_model
 
 SEEDS = 3
 FIRST_FREEZE, LAST_FREEZE, EVERY = 70, 310, 10      # epochs: A's completion, then every 10 to about 310
+PAPER_LAST_STAGE = 300      # epochs: the paper's B given A (C given A,B near 200), for decided_hours
 QUICK = {"d": 16, "heads": 2, "layers": 2, "chemistries": 8, "eval_max": 32}
 
 
@@ -104,6 +108,9 @@ def main():
     runs, total_steps = len(cfgs), PAPER_EPOCHS * per_epoch
     comps = len(cfgs) // SEEDS - 1
     branched_epochs = SEEDS * (PAPER_EPOCHS + comps // len(epochs) * sum(PAPER_EPOCHS - e for e in epochs))
+    stop = min(PAPER_EPOCHS, PAPER_LAST_STAGE + EVERY + 2)       # a branch's last epoch under the pause rule
+    decided_epochs = SEEDS * (PAPER_LAST_STAGE + 2 + comps // len(epochs)
+                              * sum(stop - e for e in epochs if e < PAPER_LAST_STAGE))
     dev = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     print(f"{runs} runs ({SEEDS} seeds x (1 + {comps} freeze branches)), {PAPER_EPOCHS} epochs of {per_epoch} steps;"
           f" model d {cfgs[0].model.d}, {cfgs[0].model.layers} layers, dropout {cfgs[0].model.dropout},"
@@ -118,7 +125,8 @@ def main():
     rows = [{"path": "plain loop", "members": 1, "s_per_member_step": plain, "vs_plain": 1.0,
              "eval_s_per_member": plain_eval,
              "protocol_hours": hours(runs * total_steps, plain, runs * PAPER_EPOCHS, plain_eval),
-             "branched_hours": hours(branched_epochs * per_epoch, plain, branched_epochs, plain_eval)}]
+             "branched_hours": hours(branched_epochs * per_epoch, plain, branched_epochs, plain_eval),
+             "decided_hours": hours(decided_epochs * per_epoch, plain, decided_epochs, plain_eval)}]
     print(format_table(rows), flush=True)
     for e in args.members:
         if time.perf_counter() - t0 > args.deadline:
@@ -138,12 +146,14 @@ def main():
         rows.append({"path": "packed engine", "members": e, "s_per_member_step": per / e, "vs_plain": plain * e / per,
                      "eval_s_per_member": ev / e,
                      "protocol_hours": hours(packs * total_steps, per, packs * PAPER_EPOCHS, ev),
-                     "branched_hours": float("nan")})
+                     "branched_hours": float("nan"), "decided_hours": float("nan")})
         print(f"  {e} members: {per / e:.4g} s a member-step ({plain * e / per:.2f}x the plain loop),"
               f" {time.perf_counter() - t0:.0f} s so far", flush=True)
     print(format_table(rows))
     print(f"protocol_hours: the {runs} runs from step 0 (packs of E, one after another on this device, or the plain"
           " loop one run at a time); branched_hours: the plain loop with each frozen run from its freeze epoch;"
+          f" decided_hours: the same, each run paused as the paper-form S6 pauses it (B given A at epoch"
+          f" {PAPER_LAST_STAGE});"
           f" evaluation once an epoch. Total wall {time.perf_counter() - t0:.0f} s")
 
 

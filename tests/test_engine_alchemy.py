@@ -95,6 +95,14 @@ def test_the_gpu_script_runs_on_a_cpu_at_a_tiny_size(monkeypatch, capsys):
     packed = [w for w in lines if w[:3] == ["packed", "engine", "2"]]
     plain = [w for w in lines if w[:3] == ["plain", "loop", "1"]]
     assert packed and plain and float(packed[-1][3]) > 0 and float(packed[-1][6]) > 0     # s a member-step, hours
+    # the plain loop's branched and decided hours scale with their epochs, counted here run by run: a baseline
+    # and each component (the embedding and the quick model's 2 layers) frozen at 70, 80, ..., 310 (to epoch
+    # 1000), or paused as S6 pauses them (a baseline at 302, branches only before epoch 300, each to 312)
+    points, comps = range(70, 311, 10), 3
+    assert f"(1 + {comps * len(points)} freeze branches)" in out
+    branched = sum([1000] + [1000 - e for e in points for _ in range(comps)])
+    decided = sum([302] + [312 - e for e in points if e < 300 for _ in range(comps)])
+    assert float(plain[-1][7]) / float(plain[-1][8]) == pytest.approx(branched / decided, rel=2e-3)   # 4 digits
 
 
 def test_the_gpu_script_says_in_one_line_when_there_is_no_gpu(monkeypatch, capsys):
