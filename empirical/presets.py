@@ -12,9 +12,10 @@ authors  the paper's model trained as the authors' released code runs it, where 
        (their README; the code's default is 0.01), a constant lr 1e-4 (their cosine scheduler is
        built but never stepped), and the query ending at its potion (no <io>); scored every epoch
        on the 1,320 held-out queries and a fixed 1,320 of the training ones
-authors_tiny  the same recipe on the authors' smallest encoder classifier ("tiny" in their models.py:
-       2 layers, d 128, 4 heads, FFN 256, dropout 0.1; about 1/8 of the paper model's compute per
-       step): the configuration to try first on a CPU
+authors_tiny  the same recipe at the size of the authors' smallest encoder classifier ("tiny" in
+       their models.py: 2 layers, d 128, 4 heads, FFN 256, dropout 0.1; about 1/8 of the paper
+       model's compute per step), trained as the toolkit's causal model, not as their encoder: the
+       configuration to try first on a CPU
 """
 from __future__ import annotations
 
