@@ -382,3 +382,97 @@ def test_quick_protocol_trains_the_whole_path(tmp_path, capsys):
         for comp in p["components"]:
             same = all(torch.equal(w_f[n], w_end[n]) for n in names[comp])
             assert same == (comp == c), (c, f, comp)
+
+
+def _first_three_in_a_row(values, level):
+    """Brute force: the index where `values` first starts 3 in a row at or above `level` (None: never)."""
+    for i in range(len(values) - 2):
+        if all(v >= level for v in values[i:i + 3]):
+            return i
+    return None
+
+
+def test_stages_decided_and_the_bound_against_every_continuation():
+    """A branch's pause rule and the censored stage's bound, checked by enumerating every continuation of random
+    hand-built curves: the rule pauses only where no continuation can change whether the stage completes by the
+    deadline, and at most one evaluation later than the enumeration allows."""
+    import itertools
+
+    from critwin.empirical.metrics.stages import StagesDecided
+    rng = np.random.default_rng(0)
+    lo, hi, cont = 0.3, 0.95, 6
+    tails = list(itertools.product((lo, hi), repeat=cont))
+    checked = lagged = 0
+    for _ in range(300):
+        n_ev = int(rng.integers(2, 9))
+        vals = list(rng.choice([lo, hi], size=n_ev, p=[0.45, 0.55]))
+        last = (n_ev - 1) * SPE
+        deadline = int(rng.integers(0, n_ev + 3)) * SPE
+        rows = [(i * SPE, "test", "p_b_given_a", v) for i, v in enumerate(vals)]
+        outcomes, earliest = set(), math.inf
+        for tail in tails:
+            i = _first_three_in_a_row(vals + list(tail), 0.9)
+            outcomes.add(i is not None and i * SPE <= deadline)
+            if i is not None:
+                earliest = min(earliest, i * SPE)
+        brute_decided = len(outcomes) == 1
+        rule = StagesDecided({"p_b_given_a": deadline})(rows)
+        t = stage_timing([r[0] for r in rows], vals, "p_b_given_a", SPE, 60)
+        if t["censored"]:
+            streak = vals[-1] >= 0.9
+            assert t["bound_step"] == (earliest if streak else last) and t["bound_step"] <= earliest
+        else:
+            assert t["bound_step"] == t["step"] == earliest
+        assert not rule or brute_decided
+        if brute_decided and not rule:       # the one evaluation of lag: below the level exactly at the deadline
+            assert t["censored"] and vals[-1] < 0.9 and last == deadline
+            lagged += 1
+        checked += rule
+    assert checked > 50 and lagged > 0
+    assert StagesDecided({"p_b_given_a": None})([]) is True     # a stage not waited for is decided
+
+
+def test_plan_skips_stages_the_baseline_never_completes_and_reads_a_paused_baseline():
+    from dataclasses import replace
+
+    from critwin.paper_checks.s6_paper import branch_deadlines, plan, planned_steps, result, settled
+    prot = replace(PROTOCOLS["stone_cpu"], seeds=1)
+    store = _FakeStore()
+    p = plan(prot, store)
+    spe, r = p["spe"], p["per_seed"][0]
+    store.runs[r["probe"].run_id()] = (_frame(spe, 3, {"event_a": 1}), 3 * spe, prot.epochs * spe, "paused")
+    r = plan(prot, store)["per_seed"][0]
+    # a baseline paused once both later stages complete is settled: its times can no longer move
+    base = {"event_a": 1, "p_b_given_a": 20, "p_c_given_ab": 8}
+    store.runs[r["baseline"].run_id()] = (_frame(spe, 23, base), 23 * spe, 100 * spe, "paused")
+    r = plan(prot, store)["per_seed"][0]
+    assert settled(r["base_timings"]) and r["deadlines"] == {"p_b_given_a": 30 * spe, "p_c_given_ab": 18 * spe}
+    assert sorted({f for _, f in r["branches"]}) == [1, 11]
+    # paused too early (B given A not complete): not settled, every point planned until it is
+    store.runs[r["baseline"].run_id()] = (_frame(spe, 15, base), 15 * spe, 100 * spe, "paused")
+    r = plan(prot, store)["per_seed"][0]
+    assert not settled(r["base_timings"]) and len({f for _, f in r["branches"]}) == 8
+    # a baseline that never completes B given A: branches only where C given A,B is still to complete
+    base = {"event_a": 1, "p_b_given_a": None, "p_c_given_ab": 8}
+    store.runs[r["baseline"].run_id()] = (_frame(spe, 100, base), 100 * spe, 100 * spe, "complete")
+    r = plan(prot, store)["per_seed"][0]
+    assert r["deadlines"]["p_b_given_a"] is None and sorted({f for _, f in r["branches"]}) == [1]
+    assert branch_deadlines(r["base_timings"], 10, spe) == r["deadlines"]
+    # the dry run's bound on the branches' steps: 3 components from epoch 1 to 2 evaluations past 8 + 10
+    assert planned_steps(prot, plan(prot, store)) == 3 * (20 - 1) * spe
+    # its branches paused by the rule: one frozen layer misses C given A,B by more than 10 epochs, the others
+    # complete it; the verdict reads them as settled (B given A: baseline censored, inconclusive)
+    for (c, f), cfg in r["branches"].items():
+        rise = {"embedding": 9, "layer0": None, "layer1": 12}[c]
+        stop = 19 if rise is None else rise + 3
+        store.runs[cfg.run_id()] = (_frame(spe, stop, {**base, "p_c_given_ab": rise}), stop * spe, 100 * spe, "paused")
+    res = result(prot, store)
+    assert "incomplete" not in res["verdict"]
+    d = {(x["component"], x["stage"]): x for x in res["delays"] if x["freeze_epoch"] == 1}
+    assert d[("layer0", "p_c_given_ab")]["status"] == "in" and d[("layer0", "p_c_given_ab")]["delay"] == 11
+    assert d[("embedding", "p_c_given_ab")]["status"] == "closed" and d[("layer1", "p_c_given_ab")]["delay"] == 4
+    assert d[("layer0", "p_b_given_a")]["kind"] == "baseline censored"
+    # one evaluation short of the deadline the frozen layer is not settled: the check is incomplete
+    cfg = r["branches"][("layer0", 1)]
+    store.runs[cfg.run_id()] = (_frame(spe, 18, {**base, "p_c_given_ab": None}), 18 * spe, 100 * spe, "paused")
+    assert "incomplete" in result(prot, store)["verdict"]
