@@ -480,3 +480,36 @@ def plot_demo(plans, outcomes: dict, edge, constant, path, title: str = "") -> P
     ax.set_title(title, fontsize=8)
     ax.legend(fontsize=8, loc="center right")
     return _save(fig, path)
+
+
+def plot_s6_paper(curves: dict, every: float, path, title: str = "") -> Path:
+    """The paper-form S6 (paper_checks/s6_paper.curves): one row per seed, one panel per later stage; the baseline
+    in black with its completion and completion + `every` epochs dotted, each frozen branch from its freeze point
+    coloured by component (solid: the first freeze point, dashed: later ones)."""
+    stages = [("p_b_given_a", "P(B given A)"), ("p_c_given_ab", "P(C given A,B)")]
+    colours = {"embedding": "tab:blue"}
+    seeds = sorted(curves)
+    fig, axes = plt.subplots(max(len(seeds), 1), 2, figsize=(10, 2.6 * max(len(seeds), 1)), squeeze=False)
+    for row, s in zip(axes, seeds):
+        c = curves[s]
+        firsts = {comp: min(f for cc, f in c["branches"] if cc == comp) for comp, _ in c["branches"]}
+        for ax, (st, name) in zip(row, stages):
+            x, y = c["baseline"][st]
+            ax.plot(x, y, color="k", lw=1.5, label="baseline")
+            t = c["completes"][st]
+            if t is not None:
+                for v in (t, t + every):
+                    ax.axvline(v, color="k", ls=":", lw=0.8)
+            for (comp, f), br in sorted(c["branches"].items(), key=lambda kv: (kv[0][0], kv[0][1])):
+                col = colours.get(comp) or f"C{1 + int(comp[5:]) if comp.startswith('layer') else 7}"
+                bx, by = br[st]
+                ax.plot(bx, by, color=col, lw=1, ls="-" if f == firsts[comp] else "--",
+                        label=f"{comp} frozen from {f:g}")
+            ax.axhline(0.9, color="0.7", lw=0.6)
+            ax.set_ylim(0, 1.02)
+            ax.set_title(f"seed {s}: {name}" + ("" if t is not None else " (baseline censored)"), fontsize=8)
+            ax.set_xlabel("epoch", fontsize=8)
+        row[0].legend(fontsize=6, loc="lower right")
+    if title:
+        fig.suptitle(textwrap.fill(title, 120), fontsize=8)
+    return _save(fig, path)

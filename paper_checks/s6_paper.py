@@ -479,6 +479,29 @@ def measure(protocol: Protocol, store, seeds: int | None = None, device: str = "
             "anchor_mismatch": mismatch}
 
 
+def curves(protocol: Protocol, store, seeds: int | None = None, device: str = "cpu") -> dict:
+    """The held-out curves of the later stages, in epochs, for a figure: per seed the baseline's completion epochs
+    and curves, and each stored branch's curve after its freeze point (the part it trained itself)."""
+    p = plan(protocol, store, seeds, device)
+    spe, out = p["spe"], {}
+    for s, r in p["per_seed"].items():
+        if r["baseline"] is None or store.so_far(r["baseline"].run_id()) is None:
+            continue
+        def read(cfg, after=-1.0):
+            m = store.so_far(cfg.run_id())[0]
+            m = m[(m.split == "test") & (m.step > after * spe)]
+            return {st: (m[m.metric == st].sort_values("step").step.to_numpy() / spe,
+                         m[m.metric == st].sort_values("step").value.to_numpy()) for st in PAPER_STAGES}
+        bt = r["base_timings"]
+        row = {"baseline": read(r["baseline"]), "branches": {},
+               "completes": {st: (None if bt[st] is None or bt[st]["censored"] else bt[st]["epoch"]) for st in PAPER_STAGES}}
+        for (c, f), cfg in r["branches"].items():
+            if store.so_far(cfg.run_id()) is not None:
+                row["branches"][(c, f)] = read(cfg, f)
+        out[s] = row
+    return out
+
+
 def result(protocol: Protocol, store, seeds: int | None = None, device: str = "cpu") -> dict:
     """The check's result in the shape `write_result` and the check table read."""
     got = measure(protocol, store, seeds, device)

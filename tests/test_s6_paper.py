@@ -337,6 +337,7 @@ def test_quick_protocol_trains_the_whole_path(tmp_path, capsys):
     assert res["verdict"].startswith("inconclusive (censored at epoch 9 of the protocol's 9")
     assert res["verdict"].endswith(f"({prot.label})")
     assert f"verdict: {res['verdict']}" in out and res["protocol"] == "quick"
+    assert next(results.glob("S6_paper_form_quick*.png")).read_bytes()[:4] == b"\x89PNG"
 
     # rerun: nothing trains, nothing in the store changes
     before = _state(root)
@@ -432,7 +433,7 @@ def test_stages_decided_and_the_bound_against_every_continuation():
     assert StagesDecided({"p_b_given_a": None})([]) is True     # a stage not waited for is decided
 
 
-def test_plan_skips_stages_the_baseline_never_completes_and_reads_a_paused_baseline():
+def test_plan_skips_stages_the_baseline_never_completes_and_reads_a_paused_baseline(tmp_path):
     from dataclasses import replace
 
     from critwin.paper_checks.s6_paper import branch_deadlines, plan, planned_steps, result, settled
@@ -472,6 +473,17 @@ def test_plan_skips_stages_the_baseline_never_completes_and_reads_a_paused_basel
     assert d[("layer0", "p_c_given_ab")]["status"] == "in" and d[("layer0", "p_c_given_ab")]["delay"] == 11
     assert d[("embedding", "p_c_given_ab")]["status"] == "closed" and d[("layer1", "p_c_given_ab")]["delay"] == 4
     assert d[("layer0", "p_b_given_a")]["kind"] == "baseline censored"
+    # the figure's curves: the baseline whole, each branch from its freeze point on (what it trained itself)
+    from critwin.figures import plot_s6_paper
+    from critwin.paper_checks.s6_paper import curves
+    cv = curves(prot, store)[0]
+    assert cv["completes"] == {"p_b_given_a": None, "p_c_given_ab": 8.0}
+    assert list(cv["baseline"]["p_c_given_ab"][0]) == list(range(101))
+    for (c, f), br in cv["branches"].items():
+        x, y = br["p_c_given_ab"]
+        assert x.min() == f + 1 and x.max() == (19 if c == "layer0" else {"embedding": 12, "layer1": 15}[c])
+    png = plot_s6_paper(curves(prot, store), 10, tmp_path / "s6.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # one evaluation short of the deadline the frozen layer is not settled: the check is incomplete
     cfg = r["branches"][("layer0", 1)]
     store.runs[cfg.run_id()] = (_frame(spe, 18, {**base, "p_c_given_ab": None}), 18 * spe, 100 * spe, "paused")

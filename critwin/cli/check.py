@@ -46,7 +46,11 @@ def cmd_paper_form(args):
         store.require()
     res = s6_paper.result(protocol, store, args.seeds, args.device)
     if args.results:
-        res["result_file"] = str(write_result(res, args.results, args.command_line))
+        from critwin.figures import plot_s6_paper
+        path = write_result(res, args.results, args.command_line)
+        res["result_file"] = str(path)
+        res["figure"] = str(plot_s6_paper(s6_paper.curves(protocol, store, args.seeds, args.device), protocol.every,
+                                          path.with_suffix(".png"), f"S6 in the paper's form: {res['verdict']}"))
     text = [f"{res['id']} | {res['claim']}", format_table([_fmt_row(r) for r in res["rows"]]) if res["rows"] else "",
             f"verdict: {res['verdict']}"]
     return res, "\n".join(text)
