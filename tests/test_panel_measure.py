@@ -40,3 +40,51 @@ def test_missing_commands_keep_the_registered_settings():
     settings = {w for w in fixed if "=" in w and w.split("=")[0] not in mod.GRID}
     assert settings <= set(words) and words[words.index("--store") + 1] == "/elsewhere/store"
     assert "wd_window_start=100,150,200,300,400,600,800" in words
+
+
+def test_a_stopped_measure_exports_the_cell_in_progress(tmp_path):
+    """measure.sh stopped by SIGTERM to its process group (as a session's end stops it) exports the runs its cell
+    finished so far, into $MEASURED; the sweep is a stand-in that stores one finished run and then waits."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import pandas as pd
+    reg = json.loads((THEORY3 / "registration.json").read_text())
+    cell = reg["cells"][5]
+    store, measured, mark = tmp_path / "store", tmp_path / "measured", tmp_path / "started"
+    measured.mkdir()
+    run = store / "0123456789abcdef"
+    cfg = {"task": "anchor_permutation", "wd_windows": [[50.0, 50.0 + cell["width"], cell["lambda"]]],
+           "optimizer": "sgd" if cell["optimizer"] == "sgd" else "adamw", "decay_form": "l2", "steps": 20000,
+           "task_seed": 1, "seed": 0, "model": {"gamma": cell["gamma"]}}
+    summary = {"status": "complete", "steps_done": 20000, "final": {"ood_acc": 0.75}}
+    fake = tmp_path / "fake_critwin"
+    fake.write_text("#!/usr/bin/env bash\n"
+                    f"mkdir -p {run}\n"
+                    f"echo '{json.dumps(cfg)}' > {run}/config.json\n"
+                    f"echo '{json.dumps(summary)}' > {run}/summary.json\n"
+                    f"echo '{json.dumps({'git_commit': 'abc'})}' > {run}/environment.json\n"
+                    f"touch {mark}\nexec sleep 60\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "STORE": str(store), "MEASURED": str(measured), "CRITWIN": str(fake),
+           "PYTHON": sys.executable}
+    proc = subprocess.Popen(["bash", str(THEORY3 / "measure.sh"), cell["id"]], env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+    deadline = time.time() + 60
+    while not mark.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert mark.exists(), proc.communicate()[0]
+    os.killpg(proc.pid, signal.SIGTERM)
+    out = proc.communicate(timeout=60)[0].decode()
+    assert proc.returncode != 0
+    frame = pd.read_csv(measured / f"{cell['id']}.csv")
+    assert list(frame.run) == [run.name] and frame.onset.tolist() == [50] and frame.ood_acc.tolist() == [0.75], out
+    # nothing finished and nothing exported before: no file is written
+    assert "nothing written" in subprocess.run(
+        [sys.executable, str(THEORY3 / "measured.py"), str(tmp_path / "empty"), reg["cells"][6]["id"]],
+        env={**env, "MEASURED": str(measured)}, capture_output=True, text=True).stderr
+    assert not (measured / f"{reg['cells'][6]['id']}.csv").exists()

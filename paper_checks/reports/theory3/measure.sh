@@ -5,7 +5,9 @@
 # skipped, and a cell measured in part on an earlier machine (its CSV in git, its store gone) trains only the runs
 # its CSV lacks (missing.py: the fewest Cartesian grids that cover them). `python3 measured.py STORE CELL_ID`
 # exports a cell's finished runs at any time (a partial cell is scored per run, not per cell), keeping earlier rows.
+# Stopped (Ctrl-C, SIGTERM to its process group, or a failed sweep), it exports the cell in progress as far as it got.
 # Usage: STORE=runs/theory3 WORKERS=1 bash paper_checks/reports/theory3/measure.sh [CELL_ID ...]
+#   ($MEASURED: write the CSVs to another folder than measured/, as the tests do)
 # Then:  critwin bridge score paper_checks/reports/theory3/registration.json paper_checks/reports/theory3/measured
 set -euo pipefail
 STORE="${STORE:-runs/theory3}"
@@ -18,15 +20,25 @@ CELLS=("$@")
 if [ ${#CELLS[@]} -eq 0 ]; then
   mapfile -t CELLS < <("$PY" -c "import json,sys; [print(c['id']) for c in json.load(open(sys.argv[1]))['cells']]" "$HERE/registration.json")
 fi
+current=""
+export_partial() {      # the cell in progress, as far as its finished runs go (its resume states stay in $STORE)
+  if [ -n "$current" ]; then "$PY" "$HERE/measured.py" "$STORE" "$current" || true; fi
+}
+trap 'export_partial' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 for cell in "${CELLS[@]}"; do
-  if [ -f "$HERE/measured/$cell.csv" ] && [ "$(($(wc -l < "$HERE/measured/$cell.csv") - 1))" -ge 54 ]; then
+  csv="${MEASURED:-$HERE/measured}/$cell.csv"
+  if [ -f "$csv" ] && [ "$(($(wc -l < "$csv") - 1))" -ge 54 ]; then
     echo "$cell: measured already"; continue
   fi
+  current="$cell"
   mapfile -t cmds < <("$PY" "$HERE/missing.py" "$cell" "$STORE")
   for cmd in "${cmds[@]}"; do
     cmd="${cmd/critwin /$CRITWIN }"
     echo "$(date -u +%FT%TZ) $cell: $cmd --workers $WORKERS"
     $cmd --workers "$WORKERS" --no-progress
   done
+  current=""
   "$PY" "$HERE/measured.py" "$STORE" "$cell"
 done

@@ -4,9 +4,10 @@ A cell still training exports the runs finished so far; `critwin bridge score` s
 already in the CSV whose runs the store lacks are kept (a store does not outlive its machine; the CSV does), and a
 run in both takes the store's row.
 
-Run: python3 paper_checks/reports/theory3/measured.py STORE CELL_ID
+Run: python3 paper_checks/reports/theory3/measured.py STORE CELL_ID   ($MEASURED: another folder than measured/)
 """
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -17,6 +18,8 @@ HERE = Path(__file__).parent
 
 def cell_runs(store: Path, cell: dict):
     opt = "sgd" if cell["optimizer"] == "sgd" else "adamw"
+    if not store.is_dir():          # a store not made yet (a fresh machine): no finished run
+        return
     for run in sorted(p for p in store.iterdir() if (p / "summary.json").is_file()):
         cfg = json.loads((run / "config.json").read_text())
         windows = cfg.get("wd_windows") or []
@@ -42,9 +45,11 @@ if __name__ == "__main__":
     store, cid = Path(sys.argv[1]), sys.argv[2]
     reg = json.loads((HERE / "registration.json").read_text())
     (cell,) = [c for c in reg["cells"] if c["id"] == cid]
-    out = HERE / "measured" / f"{cid}.csv"
+    out = Path(os.environ.get("MEASURED", HERE / "measured")) / f"{cid}.csv"
     new = pd.DataFrame(cell_runs(store, cell), columns=["cell", "onset", "task_seed", "seed", "ood_acc", "run", "commit"])
     old = pd.read_csv(out) if out.is_file() else new.iloc[:0]
+    if not len(new) and not len(old):
+        sys.exit(f"{cid}: no finished run in {store} and no earlier export: nothing written")
     frame = merged(old, new)
     out.parent.mkdir(exist_ok=True)
     frame.to_csv(out, index=False, float_format="%.6g")

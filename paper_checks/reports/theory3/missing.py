@@ -5,6 +5,7 @@ earlier machine goes on from its CSV). Prints one command per line; none when th
 Run: python3 paper_checks/reports/theory3/missing.py CELL_ID [STORE]
 """
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -60,7 +61,7 @@ if __name__ == "__main__":
     cid = sys.argv[1]
     reg = json.loads((HERE / "registration.json").read_text())
     (cell,) = [c for c in reg["cells"] if c["id"] == cid]
-    path = HERE / "measured" / f"{cid}.csv"
+    path = Path(os.environ.get("MEASURED", HERE / "measured")) / f"{cid}.csv"
     done = set()
     if path.is_file():
         done = {(int(r.onset), int(r.task_seed), int(r.seed)) for r in pd.read_csv(path).itertuples()}
