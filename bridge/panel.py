@@ -13,7 +13,7 @@ import pandas as pd
 
 from critwin.bridge.registration import cell_id
 from critwin.bridge.skill import (COMPOSES, NO_WINDOW, OnsetLogistic, auc, auc_skill, brier, crossing, edge_error,
-                                  error_skill, nearest_cell)
+                                  error_skill, nearest_cell, reliability)
 from critwin.errors import ConfigError
 
 ONSETS = (0, 50, 100, 150, 200, 300, 400, 600, 800)
@@ -153,7 +153,10 @@ def score_panel(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame) -> d
                                             (runs[m] - runs["composes"]) ** 2)})
                 skill.append({"method": m, "baseline": b, "score": "run AUC",
                               **auc_skill(clusters, runs["composes"], runs[m], runs[b])})
-    return {"cells": cells, "runs": per_run, "skill": pd.DataFrame(skill), "measured_runs": int(len(runs)),
+    calibration = pd.DataFrame([{"name": n, **r} for n in names for r in reliability(runs[n], runs["composes"])]
+                               ) if len(runs) else pd.DataFrame()
+    return {"cells": cells, "runs": per_run, "skill": pd.DataFrame(skill), "calibration": calibration,
+            "measured_runs": int(len(runs)),
             "measured_cells": len(complete), "registered_cells": len(reg["cells"]),
             "registered_runs": int(len(predicted))}
 

@@ -67,6 +67,23 @@ def auc(p, y) -> float:
     return float(((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size)
 
 
+RELIABILITY_BINS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
+
+
+def reliability(p, y, bins=RELIABILITY_BINS) -> list[dict]:
+    """Calibration of probabilities `p` for outcomes `y`: per bin of p ([0, 0.1], then (lo, hi]) the runs in it, their
+    mean p and the fraction with y true, so a reader sees where a method is over- or under-confident."""
+    p, y = np.asarray(p, float), np.asarray(y, bool)
+    out = []
+    for k, (lo, hi) in enumerate(zip(bins[:-1], bins[1:])):
+        inside = (p >= lo if k == 0 else p > lo) & (p <= hi)
+        n = int(inside.sum())
+        out.append({"bin": f"{'[' if k == 0 else '('}{lo:g}, {hi:g}]", "n": n,
+                    "predicted": float(p[inside].mean()) if n else float("nan"),
+                    "observed": float(y[inside].mean()) if n else float("nan")})
+    return out
+
+
 class OnsetLogistic:
     """Onset alone: P(composes) = sigmoid(a + b * onset / 100), fitted by maximum likelihood on build runs."""
 

@@ -118,6 +118,11 @@ def test_panel_score_on_a_known_case():
     # a half-measured cell is not scored per cell, but its runs are
     part = score_panel(reg, pred, measured.iloc[:20])
     assert part["measured_cells"] == 0 and part["measured_runs"] == 20
+    # calibration: the perfect method's runs sit in the end bins and compose exactly when it says 1
+    cal = out["calibration"].set_index(["name", "bin"])
+    assert cal.loc[("perfect", "[0, 0.1]"), "n"] == 12 and cal.loc[("perfect", "[0, 0.1]"), "observed"] == 0
+    assert cal.loc[("perfect", "(0.9, 1]"), "n"] == 42 and cal.loc[("perfect", "(0.9, 1]"), "observed"] == 1
+    assert cal.loc[("constant", "[0, 0.1]"), "observed"] == pytest.approx(24 / 36)
 
 
 def test_baselines_are_fitted_on_build_data_only():
@@ -186,3 +191,23 @@ def test_a_cell_export_keeps_rows_whose_store_is_gone(tmp_path):
     out = mod.merged(old, new)
     assert list(out["run"]) == ["run-a", "run-b", "run-c"] and list(out["ood_acc"]) == [0.1, 0.9, 0.8]
     assert mod.merged(old.iloc[:0], new)["run"].tolist() == ["run-b", "run-c"]
+
+
+def test_reliability_bins_match_a_count_run_by_run():
+    """The calibration table against a plain count: each run lands in exactly one bin ([0, 0.1], then (lo, hi]),
+    and each bin's mean p and fraction composing are those of its runs."""
+    from critwin.bridge.skill import RELIABILITY_BINS, reliability
+    rng = np.random.default_rng(3)
+    p = np.concatenate([rng.random(200), [0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0]])
+    y = rng.random(len(p)) < p
+    rows = reliability(p, y)
+    assert [r["bin"] for r in rows] == ["[0, 0.1]", "(0.1, 0.3]", "(0.3, 0.5]", "(0.5, 0.7]", "(0.7, 0.9]", "(0.9, 1]"]
+    assert sum(r["n"] for r in rows) == len(p)
+    for k, r in enumerate(rows):
+        lo, hi = RELIABILITY_BINS[k], RELIABILITY_BINS[k + 1]
+        mine = [(pi, yi) for pi, yi in zip(p, y) if (lo < pi <= hi) or (k == 0 and pi == 0.0)]
+        assert r["n"] == len(mine)
+        assert r["predicted"] == pytest.approx(sum(a for a, _ in mine) / len(mine))
+        assert r["observed"] == pytest.approx(sum(b for _, b in mine) / len(mine))
+    empty = reliability([0.05, 0.95], [False, True])
+    assert [r["n"] for r in empty] == [1, 0, 0, 0, 0, 1] and np.isnan(empty[1]["predicted"])

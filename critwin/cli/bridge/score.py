@@ -81,6 +81,12 @@ def cmd_score_panel(args, reg: dict):
     if len(out["runs"]):
         text += ["per run: Brier score (lower is better) and AUC of 'composes' (final OOD >= 0.5)",
                  format_table(out["runs"].to_dict(orient="records"), ["name", "brier", "auc"])]
+    if len(out["calibration"]):
+        cal = out["calibration"]
+        wide = [{"name": n, **{r["bin"]: ("-" if r["n"] == 0 else f"{r['predicted']:.2f}/{r['observed']:.2f} ({r['n']})")
+                               for r in g.to_dict(orient="records")}} for n, g in cal.groupby("name", sort=False)]
+        text += ["per run: calibration, runs binned by predicted P(composes): mean predicted / fraction composing (runs)",
+                 format_table(wide)]
     if len(out["skill"]):
         text += ["skill = baseline's error - method's (AUC: method's - baseline's), paired bootstrap 90% interval "
                  "over cells (per cell) or (cell, task instance) clusters (per run)",
