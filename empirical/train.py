@@ -1,8 +1,10 @@
-"""One model trained: one TrainConfig in, one Run (config, tidy metrics, summary, env) out.
+"""Training: configs in, one Run (config, tidy metrics, summary, env) each out, for every task.
 
-`train` drives `steppers.model.ModelStepper` (one nn.Module, a torch optimizer) with the loop of
-`loop.py`; the parts it is made of (model, optimizer, loss, logging, the Run and its training
-state) are `training_parts.py`'s, shared with the pack engine."""
+`train_members` is the one way a stepper's members are trained: `loop.drive` (the loop), then each
+member's Run, or its Run so far when a pause stops it. `train` gives it one model
+(`steppers.model.ModelStepper`: one nn.Module, a torch optimizer); `train_pack` a pack of them
+stacked as one (`steppers.pack.PackStepper`, see `engine.py`). The parts both steppers are made of
+(model, optimizer, loss, logging, the Run and its training state) are `training_parts.py`'s."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 from critwin.empirical.config import TrainConfig
 from critwin.empirical.loop import Member, Paused, drive
 from critwin.empirical.steppers.model import ModelStepper
+from critwin.empirical.steppers.pack import build_pack
 from critwin.empirical.store import Run
 from critwin.empirical.training_parts import (  # noqa: F401  (imported from here by tests, benchmarks, checks)
     _device,
@@ -45,17 +48,43 @@ def train(cfg: TrainConfig, progress: bool = True, on_steps=None, start: dict | 
     model = model.to(device)
     member = Member.of(cfg, data)
     n_parameters = sum(p.numel() for p in model.parameters())
+    return train_members(ModelStepper(member, model, device), [member], n_parameters, start=start, resume=resume,
+                         save_every=save_every, progress=progress, on_steps=on_steps, until=until,
+                         stop_when=stop_when)[0]
+
+
+def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None, resume: Path | None = None,
+               save_every: float | None = None) -> list[Run]:
+    """Train the configs of one pack (equal `pack_key`) as one stacked model; one Run each.
+    With `resume` (a file path) the pack writes its state there as `train` does for one run,
+    and a pack killed midway continues from it, with the numbers of an uninterrupted pack."""
+    if not cfgs:
+        return []
+    stepper = build_pack(cfgs)
+    n_parameters = sum(p[0].numel() for p in stepper.params.values())
+    return train_members(stepper, stepper.members, n_parameters, resume=resume, save_every=save_every,
+                         progress=progress, on_steps=on_steps, packed=True)
+
+
+def train_members(stepper, members: list[Member], n_parameters: int, start: dict | None = None,
+                  resume: Path | None = None, save_every: float | None = None, progress: bool = True,
+                  on_steps=None, until: int | None = None, stop_when=None, packed: bool = False) -> list[Run]:
+    """Train `members` with `stepper` through `loop.drive`; one Run each, its wall time the loop's shared
+    among the members (`packed`: the summary says so). A pause (`until`, `stop_when`) raises `loop.Paused`
+    carrying each member's Run so far with status 'paused' (`runs`; `run`: the first's, the one model's)."""
+    def extra(wall: float, more: dict) -> dict:
+        return {**({"pack": {"members": len(members), "wall_seconds": wall}} if packed else {}), **more}
     try:
-        out = drive(ModelStepper(member, model, device), [member], start, resume, save_every,
-                    progress, on_steps, until, stop_when)
-    except Paused as p:     # what was trained so far, as a run of its own status (a store keeps it)
-        p.run = finish_run(cfg, data, member.rows, member.last, "paused", None, p.wall, n_parameters,
-                           extra={"steps_done": p.step})
+        out = drive(stepper, members, start, resume, save_every, progress, on_steps, until, stop_when)
+    except Paused as p:     # what was trained so far, as runs of their own status (a store keeps them)
+        p.runs = [finish_run(m.cfg, m.data, m.rows, m.last, "paused", None, p.wall / len(members), n_parameters,
+                             extra=extra(p.wall, {"steps_done": p.step})) for m in members]
+        p.run = p.runs[0]
         raise
-    return finish_run(cfg, data, member.rows, member.last, member.status, member.error, out.wall,
-                      n_parameters, out.checkpoints,
-                      {"resumed_from_step": out.first} if out.resumed else None)
+    resumed = {"resumed_from_step": out.first} if out.resumed else {}
+    return [finish_run(m.cfg, m.data, m.rows, m.last, m.status, m.error, out.wall / len(members), n_parameters,
+                       out.checkpoints, extra(out.wall, resumed)) for m in members]
 
 
 __all__ = ["ModelStepper", "batch_loss", "build_model", "build_optimizer", "censored_reach", "initial_model",
-           "log_metrics", "train"]
+           "log_metrics", "train", "train_members", "train_pack"]

@@ -310,8 +310,8 @@ def settled(t: dict | None, deadlines: dict | None = None) -> bool:
         return False
     if deadlines is None:
         return all(t.get(m) is not None and not t[m]["censored"] for m in PAPER_STAGES)
-    return all(d is None or (t.get(m) is not None and (not t[m]["censored"] or t[m]["bound_step"] > d))
-               for m, d in deadlines.items())
+    from critwin.empirical.metrics.stages import stage_decided
+    return all(d is None or (t.get(m) is not None and stage_decided(t[m], d)) for m, d in deadlines.items())
 
 
 def branch_deadlines(bt: dict, every: int, spe: int) -> dict:
@@ -484,20 +484,25 @@ def curves(protocol: Protocol, store, seeds: int | None = None, device: str = "c
     and curves, and each stored branch's curve after its freeze point (the part it trained itself)."""
     p = plan(protocol, store, seeds, device)
     spe, out = p["spe"], {}
+    def read(cfg, after=-1.0):         # None: nothing stored
+        got = store.so_far(cfg.run_id())
+        if got is None:
+            return None
+        m = got[0]
+        m = m[(m.split == "test") & (m.step > after * spe)].sort_values("step")
+        return {st: (m[m.metric == st].step.to_numpy() / spe, m[m.metric == st].value.to_numpy())
+                for st in PAPER_STAGES}
     for s, r in p["per_seed"].items():
-        if r["baseline"] is None or store.so_far(r["baseline"].run_id()) is None:
+        base = read(r["baseline"]) if r["baseline"] is not None else None
+        if base is None:
             continue
-        def read(cfg, after=-1.0):
-            m = store.so_far(cfg.run_id())[0]
-            m = m[(m.split == "test") & (m.step > after * spe)]
-            return {st: (m[m.metric == st].sort_values("step").step.to_numpy() / spe,
-                         m[m.metric == st].sort_values("step").value.to_numpy()) for st in PAPER_STAGES}
         bt = r["base_timings"]
-        row = {"baseline": read(r["baseline"]), "branches": {},
+        row = {"baseline": base, "branches": {},
                "completes": {st: (None if bt[st] is None or bt[st]["censored"] else bt[st]["epoch"]) for st in PAPER_STAGES}}
         for (c, f), cfg in r["branches"].items():
-            if store.so_far(cfg.run_id()) is not None:
-                row["branches"][(c, f)] = read(cfg, f)
+            got = read(cfg, f)
+            if got is not None:
+                row["branches"][(c, f)] = got
         out[s] = row
     return out
 

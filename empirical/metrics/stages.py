@@ -155,6 +155,16 @@ def stage_timing(steps, curve, metric: str, steps_per_epoch: float, protocol_epo
             "bound_step": bound, "bound_epoch": bound / steps_per_epoch}
 
 
+def _logged_curve(rows, split: str, metric: str) -> list:
+    """(step, value) of `split:metric` in a run's logged rows, by step; a one-line error, at the first evaluation,
+    when the run does not log it (a pause rule on a curve that never comes would never hold)."""
+    pts = sorted((int(r[0]), float(r[3])) for r in rows if r[1] == split and r[2] == metric)
+    if rows and not pts:
+        logged = sorted({f"{r[1]}:{r[2]}" for r in rows})
+        raise ConfigError("stop_at_stage", f"{split}:{metric}", "a metric the run logs: " + ", ".join(logged))
+    return pts
+
+
 class StageReached:
     """A pause rule on a run's logged rows (empirical.sweep.Pause's `when`): true once the stage of
     `metric` on `split` has completed by the threshold rule (`stage_time`), so training it further
@@ -164,11 +174,7 @@ class StageReached:
         self.metric, self.split, self.n = metric, split, n
 
     def __call__(self, rows) -> bool:
-        pts = sorted((int(r[0]), float(r[3])) for r in rows if r[1] == self.split and r[2] == self.metric)
-        if rows and not pts:        # checked at the first evaluation, before any training
-            logged = sorted({f"{r[1]}:{r[2]}" for r in rows})
-            raise ConfigError("stop_at_stage", f"{self.split}:{self.metric}",
-                              "a metric the run logs: " + ", ".join(logged))
+        pts = _logged_curve(rows, self.split, self.metric)
         if len(pts) < max(2, self.n):
             return False
         steps, values = zip(*pts)
@@ -192,6 +198,12 @@ class StagesReached:
         return "StagesReached(" + ", ".join(repr(r.metric) for r in self.rules) + ")"
 
 
+def stage_decided(timing: dict, deadline) -> bool:
+    """Whether a stage's `stage_timing` settles if it completes by step `deadline` (None: nothing to wait for):
+    it has completed, or the earliest it can still complete (bound_step) is past the deadline."""
+    return deadline is None or not timing["censored"] or timing["bound_step"] > deadline
+
+
 class StagesDecided:
     """A pause rule for a frozen branch (the paper-form S6): true once each stage of `deadlines` (metric -> a step,
     or None for a stage not to wait for) has completed, or can no longer complete at or before its deadline by
@@ -204,15 +216,12 @@ class StagesDecided:
     def decided(self, rows, metric: str, deadline) -> bool:
         if deadline is None:
             return True
-        pts = sorted((int(r[0]), float(r[3])) for r in rows if r[1] == self.split and r[2] == metric)
-        if rows and not pts:
-            logged = sorted({f"{r[1]}:{r[2]}" for r in rows})
-            raise ConfigError("stop_at_stage", f"{self.split}:{metric}", "a metric the run logs: " + ", ".join(logged))
+        pts = _logged_curve(rows, self.split, metric)
         if len(pts) < 2:
             return False
         steps, values = zip(*pts)
-        t = stage_timing(steps, np.nan_to_num(values), metric, 1.0, 0, None, "threshold", self.n)
-        return not t["censored"] or t["bound_step"] > deadline
+        return stage_decided(stage_timing(steps, np.nan_to_num(values), metric, 1.0, 0, None, "threshold", self.n),
+                             deadline)
 
     def __call__(self, rows) -> bool:
         return all(self.decided(rows, m, d) for m, d in self.deadlines.items())

@@ -3,6 +3,7 @@ forward and backward and one optimizer step for all, each member's slice moved a
 from __future__ import annotations
 
 import io
+import json
 from types import SimpleNamespace
 
 import numpy as np
@@ -23,9 +24,10 @@ from critwin.empirical.metrics import (
 )
 from critwin.empirical.metrics.evaluate import EVAL_ATTENTION_BUDGET
 from critwin.empirical.models.stacked import MemberDropout, stacked_logits
-from critwin.empirical.packing import on_engine
+from critwin.empirical.packing import PACK_FREE, on_engine, pack_key
 from critwin.empirical.stepper import Stepper
-from critwin.empirical.training_parts import build_optimizer, log_metrics
+from critwin.empirical.training_parts import _device, build_optimizer, initial_model, log_metrics
+from critwin.errors import ConfigError
 
 EVAL_BATCH = 4096        # examples per stacked evaluation forward, all members together
 
@@ -307,3 +309,31 @@ def _ce_grad_sq(members, params: dict, template, frozen: list) -> list[float]:
 
 
 __all__ = ["EVAL_BATCH", "PackStepper"]
+
+
+def build_pack(cfgs: list[TrainConfig]) -> "PackStepper":
+    """The stepper of one pack (equal `pack_key`) at step 0: every member's seeded initialisation
+    stacked, its data (made once per task instance), batch order and dropout's random state."""
+    keys = {pack_key(c) for c in cfgs}
+    if None in keys or len(keys) > 1:
+        raise ConfigError("configs", [c.run_id() for c in cfgs],
+                          "configs that differ only in " + ", ".join(PACK_FREE) + " and gamma (see pack_key)")
+    device = _device(cfgs[0].device)
+    built, rng, datas = [], [], {}
+    for c in cfgs:          # members of one task instance share its data (made once)
+        key = json.dumps([c.task_seed, c.task_options()], sort_keys=True)
+        built.append(initial_model(c, datas.get(key)))
+        datas[key] = built[-1][1]
+        rng.append(torch.cuda.get_rng_state(device) if device.type == "cuda" else torch.get_rng_state())
+    members = [Member.of(c, data) for c, (_, data) in zip(cfgs, built)]
+    shapes = {tuple((n, *sp.inputs.shape) for n, sp in m.scored.items()) + (m.data.splits["train"].inputs.shape,)
+              for m in members}
+    if len(shapes) > 1:
+        raise ConfigError("task_seed", [c.task_seed for c in cfgs], "task instances whose splits have one shape")
+    for m in members:
+        for name, sp in {**m.scored, "train": m.data.splits["train"]}.items():
+            lengths = sp.extra.get("lengths")
+            if lengths is not None and (np.asarray(lengths) != sp.inputs.shape[1]).any():
+                raise ConfigError("task", m.cfg.task, f"a task whose {name} rows fill their width (the stacked"
+                                                      " model reads the last position)")
+    return PackStepper(members, [b[0] for b in built], device, rng)
