@@ -28,6 +28,7 @@ from critwin.empirical.packing import (  # noqa: F401  (imported from here by th
     PACK_TASKS,
     default_pack_size,
     on_engine,
+    pack_count,
     pack_key,
     pack_size,
     packs,
@@ -35,5 +36,5 @@ from critwin.empirical.packing import (  # noqa: F401  (imported from here by th
 from critwin.empirical.steppers.pack import PackStepper, build_pack
 from critwin.empirical.train import train_pack
 
-__all__ = ["PACK_FREE", "PACK_TASKS", "PackStepper", "build_pack", "default_pack_size", "on_engine", "pack_key",
-           "pack_size", "packs", "train_pack"]
+__all__ = ["PACK_FREE", "PACK_TASKS", "PackStepper", "build_pack", "default_pack_size", "on_engine", "pack_count",
+           "pack_key", "pack_size", "packs", "train_pack"]

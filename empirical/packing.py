@@ -35,8 +35,9 @@ def pack_key(cfg: TrainConfig) -> str | None:
 def packs(configs, size: int | None = None, workers: int = 1) -> list[list[TrainConfig]]:
     """The configs grouped into packs of compatible members (equal `pack_key`), in their order
     of first appearance: at most `size` members each (None: `default_pack_size` of their
-    device), and split evenly into at least `workers` packs where there are enough members,
-    so every worker gets one. A config that cannot be packed is a pack of one."""
+    device), and split evenly into a multiple of `workers` packs where there are enough members
+    (`pack_count`), so every worker gets one and none trains a last round alone. A config that
+    cannot be packed is a pack of one."""
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
         raise ConfigError("pack", size, "a positive number of members per pack, or None (the device's default)")
     groups, alone = {}, []
@@ -49,11 +50,19 @@ def packs(configs, size: int | None = None, workers: int = 1) -> list[list[Train
     out = list(alone)
     for members in groups.values():
         cap = pack_size(size, members[0][1].device)
-        k = max(-(-len(members) // cap), min(workers, len(members)))
+        k = pack_count(len(members), cap, workers)
         for j in range(k):
             part = members[j * len(members) // k:(j + 1) * len(members) // k]
             out.append((part[0][0], [c for _, c in part]))
     return [p for _, p in sorted(out, key=lambda t: t[0])]
+
+
+def pack_count(n: int, cap: int, workers: int = 1) -> int:
+    """How many packs `n` compatible members make: at most `cap` members each, and a multiple of
+    `workers` where there are that many members. 54 runs in packs of at most 8 on 2 workers make
+    8 packs, 4 full rounds, not 7 packs whose last round leaves a worker idle."""
+    k = max(-(-n // cap), min(workers, n))
+    return min(n, -(-k // workers) * workers)
 
 
 def default_pack_size(device: str) -> int:

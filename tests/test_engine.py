@@ -112,6 +112,8 @@ def test_pack_keys_and_packing():
     assert sorted(c.run_id() for p in got for c in p) == sorted(c.run_id() for c in cfgs)
     assert [len(p) for p in packs(MIXED, size=8, workers=2)] == [2, 2]   # every worker gets a pack
     assert [len(p) for p in packs(MIXED, size=8)] == [4]
+    assert [len(p) for p in packs(MIXED, size=3, workers=2)] == [2, 2]      # 2 packs, not 2 + 1 + 1 over 2 workers
+    assert [len(p) for p in packs(MIXED, size=1, workers=3)] == [1, 1, 1, 1]
     assert [len(p) for p in packs(MIXED, size=1)] == [1, 1, 1, 1]
     with pytest.raises(ConfigError, match="pack"):
         packs(MIXED, size=0)
@@ -244,3 +246,17 @@ def test_a_pack_killed_midway_resumes_with_the_numbers_of_an_uninterrupted_pack(
     with pytest.warns(UserWarning, match="another config"):
         other = train_pack(cfgs[::-1], progress=False, resume=path, save_every=1e9)
     assert all("resumed_from_step" not in r.summary for r in other)
+
+
+def test_pack_count_fills_every_round():
+    """The fewest packs of at most `cap` members whose number is a multiple of the workers (every round full), by
+    search; with fewer members than workers, one pack each; where no multiple fits, one member a pack."""
+    from critwin.empirical.engine import pack_count
+    for n in range(1, 80):
+        for cap in (1, 2, 3, 5, 8, 64):
+            for workers in (1, 2, 3, 4):
+                fits = [k for k in range(1, n + 1) if -(-n // k) <= cap and k >= min(workers, n)]
+                full = [k for k in fits if k % workers == 0]
+                want = min(full) if full else n
+                assert pack_count(n, cap, workers) == want, (n, cap, workers)
+    assert pack_count(54, 8, 2) == 8 and pack_count(24, 8, 2) == 4        # a cell, and what was left of one

@@ -42,6 +42,25 @@ def test_missing_commands_keep_the_registered_settings():
     assert "wd_window_start=100,150,200,300,400,600,800" in words
 
 
+def test_missing_commands_fill_every_round_at_an_older_commit():
+    """With WORKERS, each command's --pack makes the registration commit's packing rule (at least one pack a worker,
+    at most --pack members each) split its runs into a multiple of the workers: no worker trains a last round alone."""
+    mod = load("missing")
+    cell = json.loads((THEORY3 / "registration.json").read_text())["cells"][1]
+    grid = mod.grid_of(cell["measure"])[1]
+    every = sorted(itertools.product(*grid.values()))
+    for workers in (1, 2, 3, 4):
+        for left in (54, 48, 24, 8, 6, 3, 1):
+            for cmd in mod.commands(cell, set(every[:54 - left]), "s", workers):
+                words = shlex.split(cmd)
+                n = np.prod([len(words[i + 1].split("=")[1].split(",")) for i, w in enumerate(words)
+                             if w == "--set" and words[i + 1].split("=")[0] in mod.GRID])
+                size = int(words[words.index("--pack") + 1])
+                k = max(-(-n // size), min(workers, n))         # 4eca280's engine.packs
+                assert size <= 8 and (k % workers == 0 or k == n), (workers, left, n, size, k)
+    assert "--pack" not in mod.commands(cell, set(), "s")[0]
+
+
 def test_a_stopped_measure_exports_the_cell_in_progress(tmp_path):
     """measure.sh stopped by SIGTERM to its process group (as a session's end stops it) exports the runs its cell
     finished so far, into $MEASURED; the sweep is a stand-in that stores one finished run and then waits."""

@@ -33,7 +33,7 @@ for cell in "${CELLS[@]}"; do
     echo "$cell: measured already"; continue
   fi
   current="$cell"
-  mapfile -t cmds < <("$PY" "$HERE/missing.py" "$cell" "$STORE")
+  mapfile -t cmds < <("$PY" "$HERE/missing.py" "$cell" "$STORE" "$WORKERS")
   for cmd in "${cmds[@]}"; do
     cmd="${cmd/critwin /$CRITWIN }"
     echo "$(date -u +%FT%TZ) $cell: $cmd --workers $WORKERS"

@@ -2,7 +2,10 @@
 Cartesian grids as cover them exactly (a store does not outlive its machine, so a cell measured in part on an
 earlier machine goes on from its CSV). Prints one command per line; none when the cell is complete.
 
-Run: python3 paper_checks/reports/theory3/missing.py CELL_ID [STORE]
+With WORKERS, each command also names the pack size that fills every round on that many workers (`pack_count`),
+so a sweep at an older commit packs the same way.
+
+Run: python3 paper_checks/reports/theory3/missing.py CELL_ID [STORE [WORKERS]]
 """
 import json
 import os
@@ -11,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from critwin.empirical.engine import default_pack_size, pack_count
 
 HERE = Path(__file__).parent
 GRID = ("wd_window_start", "task_seed", "seed")
@@ -49,12 +53,21 @@ def missing_grids(grid: dict, done: set) -> list[dict]:
     return out
 
 
-def commands(cell: dict, done: set, store: str | None = None) -> list[str]:
+def even_pack(n: int, workers: int) -> int:
+    """The pack size (members) that splits `n` CPU runs into a multiple of `workers` packs."""
+    return -(-n // pack_count(n, default_pack_size("cpu"), workers))
+
+
+def commands(cell: dict, done: set, store: str | None = None, workers: int | None = None) -> list[str]:
     words, grid = grid_of(cell["measure"])
     if store is not None:
         words[words.index("--store") + 1] = store
-    return [shlex.join(words + [w for k in GRID for w in ("--set", f"{k}={','.join(map(str, g[k]))}")])
-            for g in missing_grids(grid, done)]
+    out = []
+    for g in missing_grids(grid, done):
+        pack = ["--pack", str(even_pack(len(g["wd_window_start"]) * len(g["task_seed"]) * len(g["seed"]), workers))] \
+            if workers else []
+        out.append(shlex.join(words + [w for k in GRID for w in ("--set", f"{k}={','.join(map(str, g[k]))}")] + pack))
+    return out
 
 
 if __name__ == "__main__":
@@ -65,5 +78,6 @@ if __name__ == "__main__":
     done = set()
     if path.is_file():
         done = {(int(r.onset), int(r.task_seed), int(r.seed)) for r in pd.read_csv(path).itertuples()}
-    for line in commands(cell, done, sys.argv[2] if len(sys.argv) > 2 else None):
+    store, workers = (sys.argv[2:] + [None, None])[:2]
+    for line in commands(cell, done, store, int(workers) if workers else None):
         print(line)
