@@ -61,6 +61,24 @@ def test_missing_commands_fill_every_round_at_an_older_commit():
     assert "--pack" not in mod.commands(cell, set(), "s")[0]
 
 
+def test_missing_commands_keep_a_killed_pack_whole(tmp_path, monkeypatch):
+    """A pack killed midway (its resume state in the store, no member stored) sets the least --pack, so the sweep
+    continues it rather than training it afresh; once one of its members is stored it no longer counts."""
+    import torch
+
+    from critwin.empirical.config import TrainConfig
+    from critwin.empirical.store import PACK_RESUME_PREFIX
+    mod = load("missing")
+    cell = json.loads((THEORY3 / "registration.json").read_text())["cells"][1]
+    configs = [TrainConfig(seed=s) for s in range(8)]
+    tmp_path.joinpath(f"{PACK_RESUME_PREFIX}x.pt").write_bytes(b"")      # unreadable: ignored
+    torch.save({"configs": [c.resolved() for c in configs]}, tmp_path / f"{PACK_RESUME_PREFIX}y.pt")
+    pack = lambda: int(shlex.split(mod.commands(cell, set(), str(tmp_path), 2)[0])[-1])
+    assert pack() == 8 and mod.resumable(str(tmp_path)) == 8
+    monkeypatch.setattr(mod.RunStore, "status", lambda self, rid: "complete" if rid == configs[3].run_id() else None)
+    assert pack() == 7 and mod.resumable(None) == 0
+
+
 def test_a_stopped_measure_exports_the_cell_in_progress(tmp_path):
     """measure.sh stopped by SIGTERM to its process group (as a session's end stops it) exports the runs its cell
     finished so far, into $MEASURED; the sweep is a stand-in that stores one finished run and then waits."""

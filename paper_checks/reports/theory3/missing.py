@@ -3,7 +3,8 @@ Cartesian grids as cover them exactly (a store does not outlive its machine, so 
 earlier machine goes on from its CSV). Prints one command per line; none when the cell is complete.
 
 With WORKERS, each command also names the pack size that fills every round on that many workers (`pack_count`),
-so a sweep at an older commit packs the same way.
+so a sweep at an older commit packs the same way; never smaller than a pack killed midway in STORE whose members
+are all still to train, since a sweep trains such a pack afresh when --pack is below its size.
 
 Run: python3 paper_checks/reports/theory3/missing.py CELL_ID [STORE [WORKERS]]
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 from critwin.empirical.engine import default_pack_size, pack_count
+from critwin.empirical.store import RunStore
 
 HERE = Path(__file__).parent
 GRID = ("wd_window_start", "task_seed", "seed")
@@ -58,14 +60,23 @@ def even_pack(n: int, workers: int) -> int:
     return -(-n // pack_count(n, default_pack_size("cpu"), workers))
 
 
+def resumable(store: str | None) -> int:
+    """Members of the largest pack killed midway in `store` whose members are all still to train (0: none)."""
+    if store is None or not Path(store).is_dir():
+        return 0
+    s = RunStore(store)
+    return max((len(ids) for _, ids, _ in s.pack_resumes() if ids and all(s.status(r) != "complete" for r in ids)),
+               default=0)
+
+
 def commands(cell: dict, done: set, store: str | None = None, workers: int | None = None) -> list[str]:
     words, grid = grid_of(cell["measure"])
     if store is not None:
         words[words.index("--store") + 1] = store
-    out = []
+    out, least = [], resumable(store) if workers else 0
     for g in missing_grids(grid, done):
-        pack = ["--pack", str(even_pack(len(g["wd_window_start"]) * len(g["task_seed"]) * len(g["seed"]), workers))] \
-            if workers else []
+        n = len(g["wd_window_start"]) * len(g["task_seed"]) * len(g["seed"])
+        pack = ["--pack", str(max(even_pack(n, workers), least))] if workers else []
         out.append(shlex.join(words + [w for k in GRID for w in ("--set", f"{k}={','.join(map(str, g[k]))}")] + pack))
     return out
 
