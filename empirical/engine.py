@@ -3,7 +3,7 @@
 A pack is a list of TrainConfigs that differ only in what `PACK_FREE` names (seeds, task
 instance, init scale, learning rate, decay schedule and reading, freezes), on a task of
 `PACK_TASKS` (the anchor tasks, modular arithmetic, Alchemy). `train_pack` (in `train.py`, through
-the same `train_members` and loop as one model) trains them in one process as stacked weights:
+the same `loop.train_members` as one model) trains them in one process as stacked weights:
 one forward and backward for all members (`models/stacked.py`: the model of
 `models/transformer.py` with a batched matmul over members for every linear map), one optimizer
 step over the stacked

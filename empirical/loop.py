@@ -7,6 +7,8 @@ subclasses own only `_step_impl`: `forward` (the batch's losses), `update` (back
 decay), `evaluate` (log every live member), `state`/`restore` (what a killed run continues
 from). `steppers.model.ModelStepper` steps one nn.Module with a torch optimizer; `steppers.pack.PackStepper`
 steps a pack of members stacked along a leading axis. One member for a run, E for a pack.
+`train_members` runs the loop and ends each member in its Run: every task (anchor, Alchemy, controls)
+trains through it, from `train.train` (one model) or `train.train_pack` (a pack).
 """
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from critwin.empirical.config import TrainConfig
-from critwin.empirical.store import write_atomic
+from critwin.empirical.store import Run, write_atomic
+from critwin.empirical.training_parts import finish_run
 from tqdm.auto import tqdm
 
 from critwin.errors import ConfigError
@@ -160,6 +163,26 @@ def drive(stepper, members: list[Member], start: dict | None = None, resume: Pat
                     Paused(step + 1, steps, wall_before + time.perf_counter() - t0)
     bar.close()
     return Outcome(first, saved is not None, wall_before + time.perf_counter() - t0, checkpoints)
+
+
+def train_members(stepper, members: list[Member], n_parameters: int, start: dict | None = None,
+                  resume: Path | None = None, save_every: float | None = None, progress: bool = True,
+                  on_steps=None, until: int | None = None, stop_when=None, packed: bool = False) -> list[Run]:
+    """Train `members` with `stepper` through `loop.drive`; one Run each, its wall time the loop's shared
+    among the members (`packed`: the summary says so). A pause (`until`, `stop_when`) raises `loop.Paused`
+    carrying each member's Run so far with status 'paused' (`runs`; `run`: the first's, the one model's)."""
+    def extra(wall: float, more: dict) -> dict:
+        return {**({"pack": {"members": len(members), "wall_seconds": wall}} if packed else {}), **more}
+    try:
+        out = drive(stepper, members, start, resume, save_every, progress, on_steps, until, stop_when)
+    except Paused as p:     # what was trained so far, as runs of their own status (a store keeps them)
+        p.runs = [finish_run(m.cfg, m.data, m.rows, m.last, "paused", None, p.wall / len(members), n_parameters,
+                             extra=extra(p.wall, {"steps_done": p.step})) for m in members]
+        p.run = p.runs[0]
+        raise
+    resumed = {"resumed_from_step": out.first} if out.resumed else {}
+    return [finish_run(m.cfg, m.data, m.rows, m.last, m.status, m.error, out.wall / len(members), n_parameters,
+                       out.checkpoints, extra(out.wall, resumed)) for m in members]
 
 
 class Stopped(KeyboardInterrupt):

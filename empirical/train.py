@@ -1,7 +1,7 @@
 """Training: configs in, one Run (config, tidy metrics, summary, env) each out, for every task.
 
-`train_members` is the one way a stepper's members are trained: `loop.drive` (the loop), then each
-member's Run, or its Run so far when a pause stops it. `train` gives it one model
+The loop and the Runs it ends in are `loop.py`'s (`loop.train_members`, the one way a stepper's members
+are trained); this module only builds the stepper. `train` gives it one model
 (`steppers.model.ModelStepper`: one nn.Module, a torch optimizer); `train_pack` a pack of them
 stacked as one (`steppers.pack.PackStepper`, see `engine.py`). The parts both steppers are made of
 (model, optimizer, loss, logging, the Run and its training state) are `training_parts.py`'s."""
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from critwin.empirical.config import TrainConfig
-from critwin.empirical.loop import Member, Paused, drive
+from critwin.empirical.loop import Member, train_members
 from critwin.empirical.steppers.model import ModelStepper
 from critwin.empirical.steppers.pack import build_pack
 from critwin.empirical.store import Run
@@ -64,26 +64,6 @@ def train_pack(cfgs: list[TrainConfig], progress: bool = True, on_steps=None, re
     n_parameters = sum(p[0].numel() for p in stepper.params.values())
     return train_members(stepper, stepper.members, n_parameters, resume=resume, save_every=save_every,
                          progress=progress, on_steps=on_steps, packed=True)
-
-
-def train_members(stepper, members: list[Member], n_parameters: int, start: dict | None = None,
-                  resume: Path | None = None, save_every: float | None = None, progress: bool = True,
-                  on_steps=None, until: int | None = None, stop_when=None, packed: bool = False) -> list[Run]:
-    """Train `members` with `stepper` through `loop.drive`; one Run each, its wall time the loop's shared
-    among the members (`packed`: the summary says so). A pause (`until`, `stop_when`) raises `loop.Paused`
-    carrying each member's Run so far with status 'paused' (`runs`; `run`: the first's, the one model's)."""
-    def extra(wall: float, more: dict) -> dict:
-        return {**({"pack": {"members": len(members), "wall_seconds": wall}} if packed else {}), **more}
-    try:
-        out = drive(stepper, members, start, resume, save_every, progress, on_steps, until, stop_when)
-    except Paused as p:     # what was trained so far, as runs of their own status (a store keeps them)
-        p.runs = [finish_run(m.cfg, m.data, m.rows, m.last, "paused", None, p.wall / len(members), n_parameters,
-                             extra=extra(p.wall, {"steps_done": p.step})) for m in members]
-        p.run = p.runs[0]
-        raise
-    resumed = {"resumed_from_step": out.first} if out.resumed else {}
-    return [finish_run(m.cfg, m.data, m.rows, m.last, m.status, m.error, out.wall / len(members), n_parameters,
-                       out.checkpoints, extra(out.wall, resumed)) for m in members]
 
 
 __all__ = ["ModelStepper", "batch_loss", "build_model", "build_optimizer", "censored_reach", "initial_model",
