@@ -125,3 +125,92 @@ def test_a_stopped_measure_exports_the_cell_in_progress(tmp_path):
         [sys.executable, str(THEORY3 / "measured.py"), str(tmp_path / "empty"), reg["cells"][6]["id"]],
         env={**env, "MEASURED": str(measured)}, capture_output=True, text=True).stderr
     assert not (measured / f"{reg['cells'][6]['id']}.csv").exists()
+
+
+def test_missing_commands_on_a_gpu_train_a_cell_as_one_pack():
+    """DEVICE cuda: the runs train on the GPU, the whole cell (54 runs) as one pack at the measuring commit's rule,
+    the registered settings kept; a device the config does not know is refused by name."""
+    import pytest
+    mod = load("missing")
+    cell = json.loads((THEORY3 / "registration.json").read_text())["cells"][1]
+    (cmd,) = mod.commands(cell, set(), "s", 1, "cuda")
+    words = shlex.split(cmd)
+    assert "device=cuda" in words and words[words.index("--pack") + 1] == "54"
+    (cpu,) = mod.commands(cell, set(), "s", 1)
+    assert shlex.split(cpu)[-1] == "8" and "device=cuda" not in cpu        # on a CPU: 7 packs of 7-8
+    with pytest.raises(SystemExit, match="DEVICE"):
+        mod.commands(cell, set(), "s", 1, "gpu")
+
+
+def _fake_measure(tmp_path, cells, sleep):
+    """A stand-in for critwin that stores one finished run of the cell it is asked for (its lambda and gamma read
+    from the command), then sleeps; returns the environment for measure.sh."""
+    import os
+    import sys
+    store, measured = tmp_path / "store", tmp_path / "measured"
+    measured.mkdir()
+    fake = tmp_path / "fake_critwin"
+    fake.write_text(
+        "#!/usr/bin/env python3\n"
+        "import json, sys, time, pathlib\n"
+        "a = dict(w.split('=', 1) for w in sys.argv if '=' in w)\n"
+        "opt = a.get('optimizer', 'adamw'); g = float(a['gamma']); lam = float(a['wd'])\n"
+        f"run = pathlib.Path({str(store)!r}) / f'{{opt}}{{g}}{{lam}}'\n"
+        "run.mkdir(parents=True)\n"
+        "cfg = {'task': 'anchor_permutation', 'wd_windows': [[0.0, 5000.0, lam]], 'optimizer': opt,\n"
+        "       'decay_form': 'l2', 'steps': 20000, 'task_seed': 0, 'seed': 0, 'model': {'gamma': g}}\n"
+        "(run / 'config.json').write_text(json.dumps(cfg))\n"
+        "(run / 'summary.json').write_text(json.dumps({'status': 'complete', 'steps_done': 20000,\n"
+        "                                              'final': {'ood_acc': 0.5}}))\n"
+        "dev = a.get('device', 'cpu')\n"
+        "(run / 'environment.json').write_text(json.dumps({'git_commit': 'abc', 'device': dev}))\n"
+        f"time.sleep({sleep})\n")
+    fake.chmod(0o755)
+    return {**os.environ, "STORE": str(store), "MEASURED": str(measured), "CRITWIN": str(fake),
+            "PYTHON": sys.executable}
+
+
+def test_measure_stops_at_its_deadline_and_copies_each_cell(tmp_path):
+    """With DEADLINE, measure.sh starts no cell that the longest cell so far says would end after it (the first
+    cell always starts); with COPY_TO each CSV it writes is copied there (a lent GPU's $OUT); DEVICE reaches the
+    sweep command and the export records it."""
+    import subprocess
+    import time
+
+    import pandas as pd
+    reg = json.loads((THEORY3 / "registration.json").read_text())
+    cells = [c["id"] for c in reg["cells"][6:9]]
+    env = _fake_measure(tmp_path, cells, 2)
+    copy = tmp_path / "out"
+    copy.mkdir()
+    env.update(DEADLINE=str(int(time.time()) + 3), COPY_TO=str(copy), DEVICE="cuda")
+    done = subprocess.run(["bash", str(THEORY3 / "measure.sh"), *cells], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "device=cuda" in done.stdout and f"{cells[1]}: not started" in done.stdout, done.stdout
+    assert sorted(p.name for p in copy.iterdir()) == [f"{cells[0]}.csv"]
+    assert pd.read_csv(copy / f"{cells[0]}.csv").device.tolist() == ["cuda"]
+    # no deadline: every cell runs
+    (tmp_path / "again").mkdir()
+    env2 = _fake_measure(tmp_path / "again", cells, 0)
+    done = subprocess.run(["bash", str(THEORY3 / "measure.sh"), *cells], env=env2, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and "not started" not in done.stdout, done.stdout + done.stderr
+    assert len(list((tmp_path / "again" / "measured").iterdir())) == 3
+
+
+def test_device_source_checks_out_the_measuring_commit(tmp_path):
+    """device_source.sh makes a clean checkout of the one commit every exported run records, small enough to
+    travel to a lent GPU (the device tool sends at most 64 MiB), without the reference checkpoints."""
+    import subprocess
+    want = subprocess.run(["python3", str(THEORY3 / "measured.py"), "--commit"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    dest = tmp_path / "src"
+    done = subprocess.run(["bash", str(THEORY3 / "device_source.sh"), str(dest)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    git = lambda *a: subprocess.run(["git", "-C", str(dest), *a], capture_output=True, text=True).stdout.strip()
+    assert git("rev-parse", "HEAD") == want and git("status", "--porcelain", "--untracked-files=no") == ""
+    assert (dest / "empirical" / "engine.py").is_file() and not (dest / "paper_checks/reports/alchemy_authors").exists()
+    size = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())
+    assert size < 48 * 2 ** 20, size

@@ -1,10 +1,12 @@
 """Export one panel cell's finished runs from a run store into measured/<cell id>.csv: onset, task instance, seed,
-final OOD accuracy, run id and the git commit that trained each run (to check it against the registration's).
+final OOD accuracy, run id, the git commit that trained each run (to check it against the registration's) and
+the device it trained on (cpu or cuda).
 A cell still training exports the runs finished so far; `critwin bridge score` scores those per run only. Rows
 already in the CSV whose runs the store lacks are kept (a store does not outlive its machine; the CSV does), and a
 run in both takes the store's row.
 
 Run: python3 paper_checks/reports/theory3/measured.py STORE CELL_ID   ($MEASURED: another folder than measured/)
+     python3 paper_checks/reports/theory3/measured.py --commit        (the one commit every exported run records)
 """
 import json
 import os
@@ -14,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 HERE = Path(__file__).parent
+COLUMNS = ["cell", "onset", "task_seed", "seed", "ood_acc", "run", "commit", "device"]
 
 
 def cell_runs(store: Path, cell: dict):
@@ -32,7 +35,8 @@ def cell_runs(store: Path, cell: dict):
             continue
         env = json.loads((run / "environment.json").read_text())
         yield {"cell": cell["id"], "onset": int(windows[0][0]), "task_seed": cfg["task_seed"], "seed": cfg["seed"],
-               "ood_acc": summ["final"]["ood_acc"], "run": run.name, "commit": env.get("git_commit")}
+               "ood_acc": summ["final"]["ood_acc"], "run": run.name, "commit": env.get("git_commit"),
+               "device": env.get("device")}
 
 
 def merged(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
@@ -41,12 +45,23 @@ def merged(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values(["onset", "task_seed", "seed"]).reset_index(drop=True)
 
 
+def measuring_commit(folder: Path) -> str:
+    """The git commit that trained every exported run (the panel is measured at one commit); an error if they differ."""
+    commits = set().union(*(set(pd.read_csv(f)["commit"].astype(str)) for f in sorted(folder.glob("*.csv"))))
+    if len(commits) != 1:
+        sys.exit(f"commit: the exported runs record {sorted(commits) or 'none'}, not one commit")
+    return commits.pop()
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--commit"]:
+        print(measuring_commit(Path(os.environ.get("MEASURED", HERE / "measured"))))
+        sys.exit()
     store, cid = Path(sys.argv[1]), sys.argv[2]
     reg = json.loads((HERE / "registration.json").read_text())
     (cell,) = [c for c in reg["cells"] if c["id"] == cid]
     out = Path(os.environ.get("MEASURED", HERE / "measured")) / f"{cid}.csv"
-    new = pd.DataFrame(cell_runs(store, cell), columns=["cell", "onset", "task_seed", "seed", "ood_acc", "run", "commit"])
+    new = pd.DataFrame(cell_runs(store, cell), columns=COLUMNS)
     old = pd.read_csv(out) if out.is_file() else new.iloc[:0]
     if not len(new) and not len(old):
         sys.exit(f"{cid}: no finished run in {store} and no earlier export: nothing written")

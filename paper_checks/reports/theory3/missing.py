@@ -4,9 +4,10 @@ earlier machine goes on from its CSV). Prints one command per line; none when th
 
 With WORKERS, each command also names the pack size that fills every round on that many workers (`pack_count`),
 so a sweep at an older commit packs the same way; never smaller than a pack killed midway in STORE whose members
-are all still to train, since a sweep trains such a pack afresh when --pack is below its size.
+are all still to train, since a sweep trains such a pack afresh when --pack is below its size. With DEVICE cuda
+the runs train on the GPU (`--set device=cuda`), packed up to the GPU's default size (64: a whole cell in one pack).
 
-Run: python3 paper_checks/reports/theory3/missing.py CELL_ID [STORE [WORKERS]]
+Run: python3 paper_checks/reports/theory3/missing.py CELL_ID [STORE [WORKERS [DEVICE]]]
 """
 import json
 import os
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from critwin.empirical.config import DEVICES
 from critwin.empirical.engine import default_pack_size, pack_count
 from critwin.empirical.store import RunStore
 
@@ -55,9 +57,9 @@ def missing_grids(grid: dict, done: set) -> list[dict]:
     return out
 
 
-def even_pack(n: int, workers: int) -> int:
-    """The pack size (members) that splits `n` CPU runs into a multiple of `workers` packs."""
-    return -(-n // pack_count(n, default_pack_size("cpu"), workers))
+def even_pack(n: int, workers: int, device: str = "cpu") -> int:
+    """The pack size (members) that splits `n` runs on `device` into a multiple of `workers` packs."""
+    return -(-n // pack_count(n, default_pack_size(device), workers))
 
 
 def resumable(store: str | None) -> int:
@@ -69,14 +71,19 @@ def resumable(store: str | None) -> int:
                default=0)
 
 
-def commands(cell: dict, done: set, store: str | None = None, workers: int | None = None) -> list[str]:
+def commands(cell: dict, done: set, store: str | None = None, workers: int | None = None,
+             device: str = "cpu") -> list[str]:
+    if device not in DEVICES:
+        raise SystemExit(f"DEVICE: {device!r} is not one of {', '.join(DEVICES)}")
     words, grid = grid_of(cell["measure"])
     if store is not None:
         words[words.index("--store") + 1] = store
+    if device != "cpu":
+        words += ["--set", f"device={device}"]
     out, least = [], resumable(store) if workers else 0
     for g in missing_grids(grid, done):
         n = len(g["wd_window_start"]) * len(g["task_seed"]) * len(g["seed"])
-        pack = ["--pack", str(max(even_pack(n, workers), least))] if workers else []
+        pack = ["--pack", str(max(even_pack(n, workers, device), least))] if workers else []
         out.append(shlex.join(words + [w for k in GRID for w in ("--set", f"{k}={','.join(map(str, g[k]))}")] + pack))
     return out
 
@@ -89,6 +96,6 @@ if __name__ == "__main__":
     done = set()
     if path.is_file():
         done = {(int(r.onset), int(r.task_seed), int(r.seed)) for r in pd.read_csv(path).itertuples()}
-    store, workers = (sys.argv[2:] + [None, None])[:2]
-    for line in commands(cell, done, store, int(workers) if workers else None):
+    store, workers, device = (sys.argv[2:] + [None, None, None])[:3]
+    for line in commands(cell, done, store, int(workers) if workers else None, device or "cpu"):
         print(line)
