@@ -260,3 +260,19 @@ def test_pack_count_fills_every_round():
                 want = min(full) if full else n
                 assert pack_count(n, cap, workers) == want, (n, cap, workers)
     assert pack_count(54, 8, 2) == 8 and pack_count(24, 8, 2) == 4        # a cell, and what was left of one
+
+
+def test_a_pack_is_built_whole_on_its_device(monkeypatch):
+    """Every stacked tensor of a pack, and the template the metrics read, lands on the pack's device. The meta
+    device stands in for a GPU: a tensor left on the CPU, or a member moved alone before the stack (Module.to
+    moves it in place), fails there as it would on cuda."""
+    import torch
+
+    import critwin.empirical.steppers.pack as pack
+    meta = torch.device("meta")
+    monkeypatch.setattr(pack, "_device", lambda name: meta)
+    stepper = pack.build_pack([replace(BASE, seed=s) for s in range(3)])
+    tensors = [*stepper.params.values(), *stepper.template.parameters(), stepper.X, stepper.Y, stepper.ar,
+               *(t for pair in stepper.evals.values() for t in pair)]
+    assert {t.device for t in tensors} == {meta}
+    assert all(p.device == meta for g in stepper.opt.param_groups for p in g["params"])

@@ -199,11 +199,11 @@ def test_measure_stops_at_its_deadline_and_copies_each_cell(tmp_path):
     assert len(list((tmp_path / "again" / "measured").iterdir())) == 3
 
 
-def test_device_source_checks_out_the_measuring_commit(tmp_path):
-    """device_source.sh makes a clean checkout of the one commit every exported run records, small enough to
-    travel to a lent GPU (the device tool sends at most 64 MiB), without the reference checkpoints."""
+def test_device_source_checks_out_the_commit(tmp_path):
+    """device_source.sh makes a clean checkout of HEAD (so a run trained from it records its commit), small enough
+    to travel to a lent GPU (the device tool sends at most 64 MiB), without reference checkpoints."""
     import subprocess
-    want = subprocess.run(["python3", str(THEORY3 / "measured.py"), "--commit"], capture_output=True, text=True,
+    want = subprocess.run(["git", "-C", str(THEORY3), "rev-parse", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
     dest = tmp_path / "src"
     done = subprocess.run(["bash", str(THEORY3 / "device_source.sh"), str(dest)], capture_output=True, text=True,

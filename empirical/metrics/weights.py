@@ -66,7 +66,7 @@ def stacked_weight_metrics(template, params: dict, k: int = 4) -> list[dict]:
         v = v.transpose(-1, -2)
         align = (u.transpose(-1, -2) @ v).pow(2).sum((-1, -2)) / k
     else:
-        align = torch.full((E,), float("nan"), dtype=torch.float64)
+        align = torch.full((E,), float("nan"), dtype=torch.float64, device=norm.device)
     groups = {g: torch.zeros(E, dtype=torch.float64, device=norm.device) for g in PARAM_GROUPS}
     for n, v2 in sq.items():
         groups[parameter_group(n)] += v2

@@ -51,12 +51,13 @@ class PackStepper(Stepper):
         cfgs = [m.cfg for m in members]
         cfg0, E = cfgs[0], len(members)
         self.cfg0, self.identity, self.label = cfg0, cfgs, f"{cfg0.task} pack of {E}"
-        self.template = template = models[0].to(device)     # materialises one member at a time for the metrics
+        self.params = _stack(models, device)     # before .to(): Module.to moves member 0 in place, and a stack
+        self.template = template = models[0].to(device)     # needs every member on one device; the template
+                                                            # materialises one member at a time for the metrics
         self.frozen_from = [_freezes(m.cfg, template) for m in members]   # name -> the step its first freeze starts
         self.rebuilds = [{f.step for f in m.cfg.freezes()} if m.cfg.freeze_optimizer == "rebuild" else set()
                          for m in members]                   # steps with a fresh optimizer
         self.own_step = [None] * E       # optimizer steps since the member's last rebuild (None: none yet)
-        self.params = _stack(models, device)
         self.opt = build_optimizer(cfg0, list(self.params.values()))
         self.l2_on, self.dec_on = _decaying(members, "l2"), _decaying(members, "decoupled")
         self.l2_masks = stacked_decay_masks(template, [m.cfg.decay_set if on else None

@@ -66,12 +66,17 @@ def measure_configs(reg: dict, measured) -> dict:
 def cmd_score_panel(args, reg: dict):
     """A panel registration: every method beside every trivial baseline, per cell and per run, with skill."""
     from critwin.bridge.panel import load_panel, score_panel
+    from critwin.bridge.provenance import AFTER, BEFORE, UNKNOWN, run_provenance
     _, predicted, measured = load_panel(args.registration, args.measured)
-    out = score_panel(reg, predicted, measured)
+    status = run_provenance(args.registration, measured)
+    out = score_panel(reg, predicted, measured[status != BEFORE])
+    counts = {k: int((status == k).sum()) for k in (AFTER, BEFORE, UNKNOWN)}
     names = [*reg["methods"], *reg["baselines"]]
     text = [f"registration {args.registration} (registered {reg['registered']}, commit {reg['commit'][:7]}): "
             f"{out['measured_cells']} of {out['registered_cells']} cells, {out['measured_runs']} of "
-            f"{out['registered_runs']} runs measured"]
+            f"{out['registered_runs']} runs measured",
+            f"  provenance: {counts[AFTER]} runs trained by a commit that holds this registration, "
+            f"{counts[BEFORE]} by one that does not (left out), {counts[UNKNOWN]} not checkable in this checkout"]
     for n in names:
         text.append(f"  {n}: {reg['method_text'][n]}")
     if len(out["cells"]):
@@ -95,7 +100,8 @@ def cmd_score_panel(args, reg: dict):
     if args.out_csv:
         out["cells"].to_csv(args.out_csv, index=False)
         text.append(f"wrote {args.out_csv}")
-    payload = {"registration": str(args.registration), **{k: v for k, v in out.items() if not hasattr(v, "to_dict")},
+    payload = {"registration": str(args.registration), "provenance": counts,
+               **{k: v for k, v in out.items() if not hasattr(v, "to_dict")},
                **{k: v.to_dict(orient="records") for k, v in out.items() if hasattr(v, "to_dict")}}
     return payload, "\n".join(text)
 

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The panel on a lent GPU, as one command of at most 10 minutes: the next cells in registered order (measure.sh),
-# each cell's 54 runs one pack on the GPU, trained by the measuring commit's code (the checkout device_source.sh
-# made, carried along), until LIMIT seconds (default 540) would be passed; each cell finished is copied to $OUT and
-# comes back: commit it under measured/. Two environments, both over the machine's own torch: the measuring
-# commit's critwin trains, this checkout's exports (missing.py, measured.py). It stops before training anything if
-# the trainer would not record the measuring commit, clean.
+# each cell's 54 runs one pack on the GPU, until LIMIT seconds (default 540) would be passed; each cell finished is
+# copied to $OUT and comes back: commit it under measured/. The runs train from the checkout device_source.sh made
+# (carried along), so they record its commit; before training anything the script checks that the checkout is
+# clean and holds this registration, unchanged (`critwin bridge score` checks each run's commit again). Two
+# environments over the machine's own torch: the checkout's critwin trains, this tree's exports.
 # Here:    bash paper_checks/reports/theory3/device_source.sh
 # On a GPU: bash paper_checks/reports/theory3/measure_device.sh [LIMIT [CELL_ID ...]]   (carry .measure-src)
-#   (DEVICE=cpu LIMIT=0 checks it on a CPU: the environments are built and checked, and no cell starts)
+#   (DEVICE=cpu and LIMIT 0 check it on a CPU: the environments are built and checked, and no cell starts)
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../../.." && pwd)"
@@ -25,14 +25,16 @@ for name in main measure; do      # a venv that sees this python's packages (tor
 done
 "$VENVS/main/bin/python3" -m pip install -q --no-deps --no-index --no-build-isolation -e "$ROOT"
 "$VENVS/measure/bin/python3" -m pip install -q --no-deps --no-index --no-build-isolation -e "$SRC"
-want="$("$VENVS/main/bin/python3" "$HERE/measured.py" --commit)"
 got="$(cd /tmp && "$VENVS/measure/bin/python3" -c 'from critwin.empirical.environment import git_commit; g = git_commit(); print(g["git_commit"], g["git_dirty"])')"
-if [ "$got" != "$want False" ]; then
-  echo "source: the trainer would record '$got', not '$want False' (run device_source.sh here and carry .measure-src)" >&2
-  exit 2
-fi
+for f in registration.json registration_runs.csv; do
+  if [ "${got#* }" != "False" ] || ! cmp -s "$HERE/$f" "$SRC/paper_checks/reports/theory3/$f"; then
+    echo "source: the trainer records '$got' (commit, dirty) and must be clean and hold this tree's $f;" \
+         "commit, run device_source.sh here and carry .measure-src" >&2
+    exit 2
+  fi
+done
 "$VENVS/measure/bin/python3" -c 'import torch; print("torch", torch.__version__, "cuda:", torch.cuda.is_available() and torch.cuda.get_device_name(0))'
-echo "$(date -u +%FT%TZ) trainer at $want; cells until $LIMIT s from the start"
+echo "$(date -u +%FT%TZ) trainer at ${got% *}; cells until $LIMIT s from the start"
 STORE="${STORE:-/tmp/theory3-store}" WORKERS=1 DEVICE="$DEVICE" DEADLINE=$((T0 + LIMIT)) COPY_TO="$OUT" \
   PYTHON="$VENVS/main/bin/python3" CRITWIN="$VENVS/measure/bin/critwin" \
   timeout -s TERM $((LIMIT + 30)) bash "$HERE/measure.sh" "$@"

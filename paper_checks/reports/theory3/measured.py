@@ -6,7 +6,6 @@ already in the CSV whose runs the store lacks are kept (a store does not outlive
 run in both takes the store's row.
 
 Run: python3 paper_checks/reports/theory3/measured.py STORE CELL_ID   ($MEASURED: another folder than measured/)
-     python3 paper_checks/reports/theory3/measured.py --commit        (the one commit every exported run records)
 """
 import json
 import os
@@ -45,18 +44,7 @@ def merged(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values(["onset", "task_seed", "seed"]).reset_index(drop=True)
 
 
-def measuring_commit(folder: Path) -> str:
-    """The git commit that trained every exported run (the panel is measured at one commit); an error if they differ."""
-    commits = set().union(*(set(pd.read_csv(f)["commit"].astype(str)) for f in sorted(folder.glob("*.csv"))))
-    if len(commits) != 1:
-        sys.exit(f"commit: the exported runs record {sorted(commits) or 'none'}, not one commit")
-    return commits.pop()
-
-
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--commit"]:
-        print(measuring_commit(Path(os.environ.get("MEASURED", HERE / "measured"))))
-        sys.exit()
     store, cid = Path(sys.argv[1]), sys.argv[2]
     reg = json.loads((HERE / "registration.json").read_text())
     (cell,) = [c for c in reg["cells"] if c["id"] == cid]
