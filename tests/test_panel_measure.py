@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 THEORY3 = Path(__file__).resolve().parents[1] / "paper_checks" / "reports" / "theory3"
 
@@ -130,7 +131,6 @@ def test_a_stopped_measure_exports_the_cell_in_progress(tmp_path):
 def test_missing_commands_on_a_gpu_train_a_cell_as_one_pack():
     """DEVICE cuda: the runs train on the GPU, the whole cell (54 runs) as one pack at the measuring commit's rule,
     the registered settings kept; a device the config does not know is refused by name."""
-    import pytest
     mod = load("missing")
     cell = json.loads((THEORY3 / "registration.json").read_text())["cells"][1]
     (cmd,) = mod.commands(cell, set(), "s", 1, "cuda")
@@ -214,3 +214,23 @@ def test_device_source_checks_out_the_commit(tmp_path):
     assert (dest / "empirical" / "engine.py").is_file() and not (dest / "paper_checks/reports/alchemy_authors").exists()
     size = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())
     assert size < 48 * 2 ** 20, size
+
+
+@pytest.mark.slow
+def test_measure_device_checks_its_trainer_on_a_cpu(tmp_path):
+    """measure_device.sh end to end on a CPU (DEVICE=cpu, LIMIT 0): both environments built, the trainer's checkout
+    found clean and holding this registration, a smoke pack trained as a pack, and no cell started."""
+    import importlib.util
+    import os
+    import subprocess
+    if importlib.util.find_spec("wheel") is None:
+        pytest.skip("building the editable installs offline needs the wheel package")
+    src = tmp_path / "src"
+    subprocess.run(["bash", str(THEORY3 / "device_source.sh"), str(src)], check=True, capture_output=True)
+    env = {**os.environ, "SRC": str(src), "VENVS": str(tmp_path / "venvs"), "OUT": str(tmp_path / "out"),
+           "DEVICE": "cpu", "STORE": str(tmp_path / "store")}
+    done = subprocess.run(["bash", str(THEORY3 / "measure_device.sh"), "0"], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "a pack trains on cpu" in done.stdout, done.stdout
+    assert not list((tmp_path / "out").iterdir())

@@ -34,7 +34,14 @@ for f in registration.json registration_runs.csv; do
   fi
 done
 "$VENVS/measure/bin/python3" -c 'import torch; print("torch", torch.__version__, "cuda:", torch.cuda.is_available() and torch.cuda.get_device_name(0))'
-echo "$(date -u +%FT%TZ) trainer at ${got% *}; cells until $LIMIT s from the start"
+# a pack of 2 for 40 steps first: a pack that fails on the device would make the sweep train every run alone,
+# 54 times the time, so stop here instead, with the error
+smoke="$("$VENVS/measure/bin/critwin" sweep run --set gamma=0.65 --set steps=40 --set eval_every=20 --set wd=0.002 \
+  --set wd_width=10 --set wd_window_start=0,10 --set device="$DEVICE" --store "$VENVS/smoke" --workers 1 --pack 2 \
+  --no-progress --json)"
+"$VENVS/main/bin/python3" -c 'import json, sys; r = json.loads(sys.argv[1]); bad = r["failures"] + r["pack_fallback_runs"]
+sys.exit(f"smoke pack on the device: {bad[0]}" if bad or r["done"] + r["skipped"] != 2 else 0)' "$smoke"
+echo "$(date -u +%FT%TZ) trainer at ${got% *}, a pack trains on $DEVICE; cells until $LIMIT s from the start"
 STORE="${STORE:-/tmp/theory3-store}" WORKERS=1 DEVICE="$DEVICE" DEADLINE=$((T0 + LIMIT)) COPY_TO="$OUT" \
   PYTHON="$VENVS/main/bin/python3" CRITWIN="$VENVS/measure/bin/critwin" \
   timeout -s TERM $((LIMIT + 30)) bash "$HERE/measure.sh" "$@"
