@@ -161,5 +161,31 @@ def score_panel(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame) -> d
             "registered_runs": int(len(predicted))}
 
 
-__all__ = ["BASELINES", "METHODS", "METHOD_TEXT", "ONSETS", "at_onset", "cell_plan", "fit_baselines", "load_panel", "measured_edge",
-           "method_curve", "predict_baselines", "score_panel"]
+BY = ("optimizer", "gamma", "lambda")
+
+
+def score_by(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame, key: str) -> pd.DataFrame:
+    """The per-run score within each value of a cell setting (optimizer, gamma or lambda): a reading chosen after
+    the registration, not its verdict. One row per (value, name): runs, Brier, AUC, and each method's Brier skill
+    over each baseline with its 90% interval (over (cell, task instance) clusters)."""
+    if key not in BY:
+        raise ConfigError("by", key, "one of " + ", ".join(BY))
+    setting = {c["id"]: c[key] for c in reg["cells"]}
+    rows = []
+    for value in sorted({setting[c] for c in measured["cell"].unique() if c in setting}):
+        part = score_panel(reg, predicted, measured[measured["cell"].map(setting) == value])
+        skill = part["skill"]
+        for r in part["runs"].to_dict(orient="records"):
+            row = {key: value, "runs": part["measured_runs"], **r}
+            if r["name"] in reg["methods"]:
+                for b in reg["baselines"]:
+                    s = skill[(skill["method"] == r["name"]) & (skill["baseline"] == b) & (skill["score"] == "run Brier")]
+                    if len(s):
+                        s = s.iloc[0]
+                        row[f"over {b}"] = f"{s['skill']:+.3f} [{s['lo']:+.3f}, {s['hi']:+.3f}] ({s['clusters']})"
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+__all__ = ["BASELINES", "BY", "METHODS", "METHOD_TEXT", "ONSETS", "at_onset", "cell_plan", "fit_baselines", "load_panel",
+           "measured_edge", "method_curve", "predict_baselines", "score_by", "score_panel"]

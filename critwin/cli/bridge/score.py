@@ -19,6 +19,9 @@ def register(sub):
     p.add_argument("--baselines", nargs="+", choices=BASELINES, default=None,
                    help="also score these older methods on the same measured cells (their window at each cell's run"
                         " config, read from the cell's measuring command); adamw takes minutes a cell")
+    p.add_argument("--by", choices=("optimizer", "gamma", "lambda"), default=None,
+                   help="a panel's per-run score also within each value of this cell setting (a reading chosen after"
+                        " the registration, printed apart from its verdict)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_score)
 
@@ -97,10 +100,18 @@ def cmd_score_panel(args, reg: dict):
                  "over cells (per cell) or (cell, task instance) clusters (per run)",
                  format_table(out["skill"].to_dict(orient="records"),
                               ["method", "baseline", "score", "skill", "lo", "hi", "clusters", "verdict"])]
+    by = None
+    if args.by:
+        from critwin.bridge.panel import score_by
+        by = score_by(reg, predicted, measured[status != BEFORE], args.by)
+        text += [f"per run within each {args.by} (a reading, not the registered verdict): Brier, AUC, and Brier skill"
+                 " over each baseline [90% interval] (clusters)",
+                 format_table(by.astype(object).where(by.notna(), "").to_dict(orient="records"))]
     if args.out_csv:
         out["cells"].to_csv(args.out_csv, index=False)
         text.append(f"wrote {args.out_csv}")
     payload = {"registration": str(args.registration), "provenance": counts,
+               **({"by": by.to_dict(orient="records")} if by is not None else {}),
                **{k: v for k, v in out.items() if not hasattr(v, "to_dict")},
                **{k: v.to_dict(orient="records") for k, v in out.items() if hasattr(v, "to_dict")}}
     return payload, "\n".join(text)

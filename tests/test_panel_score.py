@@ -1,5 +1,6 @@
-"""A panel's runs count only when the commit that trained them already held the registration: checked on a
-repository built here commit by commit, and through `critwin bridge score` on the real panel."""
+"""The panel score: a run counts only when the commit that trained it already held the registration (checked on a
+repository built here commit by commit, and through `critwin bridge score` on the real panel), and its reading
+within each cell setting (`--by`) is counted by hand."""
 import json
 import shutil
 import subprocess
@@ -67,3 +68,24 @@ def test_score_leaves_out_runs_trained_before_the_registration(tmp_path, capsys)
     out = json.loads(capsys.readouterr().out)
     assert out["provenance"] == {AFTER: total - len(frames[first]) - 10, BEFORE: len(frames[first]), UNKNOWN: 10}
     assert out["measured_runs"] == total - len(frames[first])
+
+
+def test_score_by_a_setting_counts_each_group_by_hand():
+    """`--by optimizer`: each group's Brier is the mean squared gap between a method's P and the outcome over that
+    optimizer's measured runs, counted here from the CSVs; an unknown setting is refused by name."""
+    import pytest
+
+    from critwin.bridge.panel import load_panel, score_by
+    from critwin.errors import ConfigError
+    reg, predicted, measured = load_panel(THEORY3 / "registration.json")
+    table = score_by(reg, predicted, measured, "optimizer")
+    runs = predicted.merge(measured, on=["cell", "onset", "task_seed", "seed"])
+    opt = {c["id"]: c["optimizer"] for c in reg["cells"]}
+    for value, group in runs.groupby(runs["cell"].map(opt)):
+        row = table[(table["optimizer"] == value) & (table["name"] == "held_max")].iloc[0]
+        y = (group["ood_acc"] >= 0.5).astype(float)
+        assert row["runs"] == len(group)
+        assert row["brier"] == pytest.approx(((group["held_max"] - y) ** 2).mean())
+    assert set(table["optimizer"]) == set(runs["cell"].map(opt))
+    with pytest.raises(ConfigError, match="by"):
+        score_by(reg, predicted, measured, "width")
