@@ -21,6 +21,6 @@ git -C "$DEST" config remote.origin.url "file://$ROOT"
 git -C "$DEST" config remote.origin.uploadpack "$UP"
 git -C "$DEST" config extensions.partialClone origin
 git -C "$DEST" sparse-checkout set --no-cone '/*' '!/paper_checks/reports/alchemy_authors/'
-git -C "$DEST" fetch -q --depth 1 --filter=blob:none origin "$COMMIT" 2>/dev/null
+git -C "$DEST" fetch -q --depth 1 --filter=blob:none origin "$COMMIT"
 git -C "$DEST" checkout -q FETCH_HEAD
 echo "$DEST: $COMMIT ($(du -sh "$DEST" | cut -f1))"
