@@ -72,7 +72,8 @@ def cmd_score_panel(args, reg: dict):
     from critwin.bridge.provenance import AFTER, BEFORE, UNKNOWN, run_provenance
     _, predicted, measured = load_panel(args.registration, args.measured)
     status = run_provenance(args.registration, measured)
-    out = score_panel(reg, predicted, measured[status != BEFORE])
+    kept = measured[(status != BEFORE).to_numpy()]          # by position: the CSVs' row labels repeat
+    out = score_panel(reg, predicted, kept)
     counts = {k: int((status == k).sum()) for k in (AFTER, BEFORE, UNKNOWN)}
     names = [*reg["methods"], *reg["baselines"]]
     text = [f"registration {args.registration} (registered {reg['registered']}, commit {reg['commit'][:7]}): "
@@ -103,7 +104,7 @@ def cmd_score_panel(args, reg: dict):
     by = None
     if args.by:
         from critwin.bridge.panel import score_by
-        by = score_by(reg, predicted, measured[status != BEFORE], args.by)
+        by = score_by(reg, predicted, kept, args.by)
         text += [f"per run within each {args.by} (a reading, not the registered verdict): Brier, AUC, and Brier skill"
                  " over each baseline [90% interval] (clusters)",
                  format_table(by.astype(object).where(by.notna(), "").to_dict(orient="records"))]
