@@ -43,4 +43,4 @@ sys.exit(f"smoke pack on the device: {bad[0]}" if bad or r["done"] + r["skipped"
 echo "$(date -u +%FT%TZ) trainer at ${got% *}, a pack trains on $DEVICE; cells until $LIMIT s from the start"
 STORE="${STORE:-/tmp/theory3-store}" WORKERS=1 DEVICE="$DEVICE" DEADLINE=$((T0 + LIMIT)) COPY_TO="$OUT" \
   PYTHON="$TRAINER/python3" CRITWIN="$TRAINER/critwin" \
-  timeout -s TERM $((LIMIT + 30)) bash "$HERE/measure.sh" "$@"
+  timeout -s TERM $((T0 + LIMIT + 30 - $(date +%s))) bash "$HERE/measure.sh" "$@"    # stopped 30 s past LIMIT
