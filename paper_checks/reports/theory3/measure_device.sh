@@ -41,6 +41,7 @@ smoke="$("$TRAINER/critwin" sweep run --set gamma=0.65 --set steps=40 --set eval
 "$TRAINER/python3" -c 'import json, sys; r = json.loads(sys.argv[1]); bad = r["failures"] + r["pack_fallback_runs"]
 sys.exit(f"smoke pack on the device: {bad[0]}" if bad or r["done"] + r["skipped"] != 2 else 0)' "$smoke"
 echo "$(date -u +%FT%TZ) trainer at ${got% *}, a pack trains on $DEVICE; cells until $LIMIT s from the start"
+left=$((T0 + LIMIT + 30 - $(date +%s))); if [ "$left" -lt 1 ]; then left=1; fi
 STORE="${STORE:-/tmp/theory3-store}" WORKERS=1 DEVICE="$DEVICE" DEADLINE=$((T0 + LIMIT)) COPY_TO="$OUT" \
   PYTHON="$TRAINER/python3" CRITWIN="$TRAINER/critwin" \
-  timeout -s TERM $((T0 + LIMIT + 30 - $(date +%s))) bash "$HERE/measure.sh" "$@"    # stopped 30 s past LIMIT
+  timeout -s TERM "$left" bash "$HERE/measure.sh" "$@"          # stopped 30 s past LIMIT
