@@ -166,8 +166,8 @@ BY = ("optimizer", "gamma", "lambda")
 
 def score_by(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame, key: str) -> pd.DataFrame:
     """The per-run score within each value of a cell setting (optimizer, gamma or lambda): a reading chosen after
-    the registration, not its verdict. One row per (value, name): runs, Brier, AUC, and each method's Brier skill
-    over each baseline with its 90% interval (over (cell, task instance) clusters)."""
+    the registration, not its verdict. One row per (value, name): runs, Brier, AUC, and for a method its Brier skill
+    over each baseline b with its 90% interval and clusters (columns `b_skill`, `b_lo`, `b_hi`, `b_clusters`)."""
     if key not in BY:
         raise ConfigError("by", key, "one of " + ", ".join(BY))
     setting = {c["id"]: c[key] for c in reg["cells"]}
@@ -181,8 +181,7 @@ def score_by(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame, key: st
                 for b in reg["baselines"]:
                     s = skill[(skill["method"] == r["name"]) & (skill["baseline"] == b) & (skill["score"] == "run Brier")]
                     if len(s):
-                        s = s.iloc[0]
-                        row[f"over {b}"] = f"{s['skill']:+.3f} [{s['lo']:+.3f}, {s['hi']:+.3f}] ({s['clusters']})"
+                        row.update({f"{b}_{k}": s.iloc[0][k] for k in ("skill", "lo", "hi", "clusters")})
             rows.append(row)
     return pd.DataFrame(rows)
 

@@ -3,6 +3,7 @@ git commit that trained the run holds the registration, predictions unchanged. A
 (or with other predictions) cannot count as a prediction's test; a commit this checkout lacks cannot be checked."""
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -18,7 +19,6 @@ def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
 def _same(registered: str, held: str, name: str) -> bool:
     """Whether a file at the run's commit registers the same predictions as the file as it stands now."""
     if name.endswith(".json"):
-        import json
         keys = ("registered", "commit", "methods", "baselines", "cells")
         a, b = json.loads(registered), json.loads(held)
         return all(a.get(k) == b.get(k) for k in keys)

@@ -142,7 +142,7 @@ def test_missing_commands_on_a_gpu_train_a_cell_as_one_pack():
         mod.commands(cell, set(), "s", 1, "gpu")
 
 
-def _fake_measure(tmp_path, cells, sleep):
+def _fake_measure(tmp_path, sleep):
     """A stand-in for critwin that stores one finished run of the cell it is asked for (its lambda and gamma read
     from the command), then sleeps; returns the environment for measure.sh."""
     import os
@@ -180,7 +180,7 @@ def test_measure_stops_at_its_deadline_and_copies_each_cell(tmp_path):
     import pandas as pd
     reg = json.loads((THEORY3 / "registration.json").read_text())
     cells = [c["id"] for c in reg["cells"][6:9]]
-    env = _fake_measure(tmp_path, cells, 2)
+    env = _fake_measure(tmp_path, 2)
     copy = tmp_path / "out"
     copy.mkdir()
     env.update(DEADLINE=str(int(time.time()) + 3), COPY_TO=str(copy), DEVICE="cuda")
@@ -192,7 +192,7 @@ def test_measure_stops_at_its_deadline_and_copies_each_cell(tmp_path):
     assert pd.read_csv(copy / f"{cells[0]}.csv").device.tolist() == ["cuda"]
     # no deadline: every cell runs
     (tmp_path / "again").mkdir()
-    env2 = _fake_measure(tmp_path / "again", cells, 0)
+    env2 = _fake_measure(tmp_path / "again", 0)
     done = subprocess.run(["bash", str(THEORY3 / "measure.sh"), *cells], env=env2, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0 and "not started" not in done.stdout, done.stdout + done.stderr

@@ -105,9 +105,13 @@ def cmd_score_panel(args, reg: dict):
     if args.by:
         from critwin.bridge.panel import score_by
         by = score_by(reg, predicted, kept, args.by)
+        import pandas as pd
+        skill = lambda r, b: ("" if pd.isna(r.get(f"{b}_skill")) else          # baselines have no skill of their own
+                              f"{r[f'{b}_skill']:+.3f} [{r[f'{b}_lo']:+.3f}, {r[f'{b}_hi']:+.3f}] ({int(r[f'{b}_clusters'])})")
+        rows = [{**{k: r[k] for k in (args.by, "runs", "name", "brier", "auc")},
+                 **{f"over {b}": skill(r, b) for b in reg["baselines"]}} for r in by.to_dict(orient="records")]
         text += [f"per run within each {args.by} (a reading, not the registered verdict): Brier, AUC, and Brier skill"
-                 " over each baseline [90% interval] (clusters)",
-                 format_table(by.astype(object).where(by.notna(), "").to_dict(orient="records"))]
+                 " over each baseline [90% interval] (clusters)", format_table(rows)]
     if args.out_csv:
         out["cells"].to_csv(args.out_csv, index=False)
         text.append(f"wrote {args.out_csv}")
