@@ -118,14 +118,17 @@ def load_panel(registration, measured=None) -> tuple[dict, pd.DataFrame, pd.Data
     return (json.loads(registration.read_text()), pd.read_csv(registration.parent / "registration_runs.csv"), runs)
 
 
-def score_panel(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame) -> dict:
-    """Per-cell and per-run tables and each method's skill over each baseline, on the measured runs only.
-    predicted: registration_runs.csv; measured: rows (cell, onset, task_seed, seed, ood_acc) of finished runs."""
+def _joined(predicted: pd.DataFrame, measured: pd.DataFrame) -> tuple[pd.DataFrame, set]:
+    """The measured runs with their predictions and outcome, and the ids of the cells whose every run is measured."""
     keys = ["cell", "onset", "task_seed", "seed"]
     runs = predicted.merge(measured[keys + ["ood_acc"]], on=keys, how="inner")
     runs["composes"] = runs["ood_acc"] >= COMPOSES
-    names = [*reg["methods"], *reg["baselines"]]
     complete = {c for c, g in runs.groupby("cell") if len(g) == len(predicted[predicted["cell"] == c])}
+    return runs, complete
+
+
+def _cell_table(reg: dict, runs: pd.DataFrame, complete: set, names: list) -> pd.DataFrame:
+    """One row per complete cell, in registered order: its measured edge, each name's prediction and edge error."""
     cells = []
     for cell in reg["cells"]:
         if cell["id"] not in complete:
@@ -137,28 +140,61 @@ def score_panel(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame) -> d
             row[n] = "no window" if p is None else p
             row[f"{n}_err"] = edge_error(p, edge)
         cells.append(row)
-    cells = pd.DataFrame(cells)
+    return pd.DataFrame(cells)
+
+
+def _clusters(runs: pd.DataFrame) -> pd.Series:
+    return runs["cell"] + "/t" + runs["task_seed"].astype(str)
+
+
+def _brier_skill(runs: pd.DataFrame, method: str, base: str) -> dict:
+    return error_skill(_clusters(runs), (runs[base] - runs["composes"]) ** 2, (runs[method] - runs["composes"]) ** 2)
+
+
+def score_panel(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame) -> dict:
+    """Per-cell and per-run tables and each method's skill over each baseline, on the measured runs only.
+    predicted: registration_runs.csv; measured: rows (cell, onset, task_seed, seed, ood_acc) of finished runs."""
+    runs, complete = _joined(predicted, measured)
+    names = [*reg["methods"], *reg["baselines"]]
+    cells = _cell_table(reg, runs, complete, names)
     per_run = pd.DataFrame([{"name": n, "brier": brier(runs[n], runs["composes"]), "auc": auc(runs[n], runs["composes"])}
                             for n in names]) if len(runs) else pd.DataFrame()
     skill = []
-    clusters = runs["cell"] + "/t" + runs["task_seed"].astype(str)
     for m in reg["methods"]:
         for b in reg["baselines"]:
             if len(cells):
                 skill.append({"method": m, "baseline": b, "score": "cell |log2| edge error",
                               **error_skill(cells["cell"], cells[f"{b}_err"], cells[f"{m}_err"])})
             if len(runs):
-                skill.append({"method": m, "baseline": b, "score": "run Brier",
-                              **error_skill(clusters, (runs[b] - runs["composes"]) ** 2,
-                                            (runs[m] - runs["composes"]) ** 2)})
+                skill.append({"method": m, "baseline": b, "score": "run Brier", **_brier_skill(runs, m, b)})
                 skill.append({"method": m, "baseline": b, "score": "run AUC",
-                              **auc_skill(clusters, runs["composes"], runs[m], runs[b])})
+                              **auc_skill(_clusters(runs), runs["composes"], runs[m], runs[b])})
     calibration = pd.DataFrame([{"name": n, **r} for n in names for r in reliability(runs[n], runs["composes"])]
                                ) if len(runs) else pd.DataFrame()
     return {"cells": cells, "runs": per_run, "skill": pd.DataFrame(skill), "calibration": calibration,
             "measured_runs": int(len(runs)),
             "measured_cells": len(complete), "registered_cells": len(reg["cells"]),
             "registered_runs": int(len(predicted))}
+
+
+def score_course(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
+    """How the registered verdict moved as the panel came in: after each complete cell, in registered (measuring)
+    order, each method's per-run Brier skill and per-cell edge-error skill over each baseline, on the complete cells
+    so far only. One row per (cells, method, baseline, score) with skill, lo, hi, clusters and verdict."""
+    runs, complete = _joined(predicted, measured)
+    names = [*reg["methods"], *reg["baselines"]]
+    order = [c["id"] for c in reg["cells"] if c["id"] in complete]
+    table = _cell_table(reg, runs, complete, names)
+    rows = []
+    for k in range(1, len(order) + 1):
+        part, cells = runs[runs["cell"].isin(order[:k])], table.iloc[:k]
+        for m in reg["methods"]:
+            for b in reg["baselines"]:
+                head = {"cells": k, "runs": int(len(part)), "method": m, "baseline": b}
+                rows.append({**head, "score": "run Brier", **_brier_skill(part, m, b)})
+                rows.append({**head, "score": "cell |log2| edge error",
+                             **error_skill(cells["cell"], cells[f"{b}_err"], cells[f"{m}_err"])})
+    return pd.DataFrame(rows)
 
 
 BY = ("optimizer", "gamma", "lambda")
@@ -187,4 +223,4 @@ def score_by(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame, key: st
 
 
 __all__ = ["BASELINES", "BY", "METHODS", "METHOD_TEXT", "ONSETS", "at_onset", "cell_plan", "fit_baselines", "load_panel",
-           "measured_edge", "method_curve", "predict_baselines", "score_by", "score_panel"]
+           "measured_edge", "method_curve", "predict_baselines", "score_by", "score_course", "score_panel"]

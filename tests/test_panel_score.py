@@ -64,10 +64,18 @@ def test_score_leaves_out_runs_trained_before_the_registration(tmp_path, capsys)
     for f, frame in frames.items():
         frame.to_csv(f, index=False)
     total = sum(len(f) for f in frames.values())
-    main(["bridge", "score", str(THEORY3 / "registration.json"), str(measured), "--json"])
+    main(["bridge", "score", str(THEORY3 / "registration.json"), str(measured), "--json", "--course"])
     out = json.loads(capsys.readouterr().out)
     assert out["provenance"] == {AFTER: total - len(frames[first]) - 10, BEFORE: len(frames[first]), UNKNOWN: 10}
     assert out["measured_runs"] == total - len(frames[first])
+    course = pd.DataFrame(out["course"])                           # the course ends at the score, runs left out too
+    last = course[course["cells"] == out["measured_cells"]]
+    assert last["runs"].max() <= out["measured_runs"] and course["cells"].max() == out["measured_cells"]
+    for row in out["skill"]:
+        if row["score"] in ("run Brier", "cell |log2| edge error") and len(last) and last["runs"].iloc[0] == out["measured_runs"]:
+            match = last[(last["method"] == row["method"]) & (last["baseline"] == row["baseline"])
+                         & (last["score"] == row["score"])]
+            assert match["skill"].iloc[0] == row["skill"]
 
 
 def test_score_by_a_setting_counts_each_group_by_hand():
@@ -89,3 +97,35 @@ def test_score_by_a_setting_counts_each_group_by_hand():
     assert set(table["optimizer"]) == set(runs["cell"].map(opt))
     with pytest.raises(ConfigError, match="by"):
         score_by(reg, predicted, measured, "width")
+
+
+def test_the_course_scores_complete_cells_in_registered_order_counted_by_hand():
+    """`--course`: after k complete cells in registered order (not file order; a partial cell left out), the run
+    Brier skill is the baseline's mean squared gap minus the method's over those cells' runs, and the cell skill the
+    mean gap of |log2((p + 25) / (m + 25))| edge errors, each counted here by hand."""
+    import math
+
+    import pytest
+
+    from critwin.bridge.panel import score_course
+    reg = {"methods": ["m"], "baselines": ["b"],
+           "cells": [{"id": "c2", "predicted": {"m": 50.0, "b": 125.0}},
+                     {"id": "c1", "predicted": {"m": 0.0, "b": 75.0}},
+                     {"id": "c3", "predicted": {"m": 10.0, "b": 10.0}}]}
+    grid = [(c, on, 0, s) for c in ("c1", "c2", "c3") for on in (0, 100) for s in (0, 1)]
+    predicted = pd.DataFrame(grid, columns=["cell", "onset", "task_seed", "seed"])
+    predicted["m"] = [0.9, 0.9, 0.9, 0.9, 0.2, 0.2, 0.8, 0.8, 0.5, 0.5, 0.5, 0.5]
+    predicted["b"] = 0.5
+    ood = {"c1": [0.6, 0.6, 0.6, 0.6], "c2": [0.1, 0.3, 0.7, 0.9], "c3": [0.1]}   # c2: mean 0.2 then 0.8, edge 50
+    measured = pd.DataFrame([(*g, ood[g[0]][i % 4]) for i, g in enumerate(grid) if i % 4 < len(ood[g[0]])],
+                            columns=["cell", "onset", "task_seed", "seed", "ood_acc"])
+    # the runs come c1 first: the course must still start at c2, the first registered
+    course = score_course(reg, predicted, measured)
+    assert sorted(set(course["cells"])) == [1, 2]
+    first = course[(course["cells"] == 1) & (course["score"] == "run Brier")].iloc[0]
+    y = [0, 0, 1, 1]                                                                # c2's runs compose from onset 100
+    by_hand = sum((0.5 - v) ** 2 for v in y) / 4 - sum((p - v) ** 2 for p, v in zip([0.2, 0.2, 0.8, 0.8], y)) / 4
+    assert first["runs"] == 4 and first["skill"] == pytest.approx(by_hand)
+    both = course[(course["cells"] == 2) & (course["score"] == "cell |log2| edge error")].iloc[0]
+    errors_b = [math.log2((125 + 25) / (50 + 25)), math.log2((75 + 25) / (0 + 25))]  # c2's edge 50, c1's edge 0
+    assert both["runs"] == 8 and both["skill"] == pytest.approx(sum(errors_b) / 2)

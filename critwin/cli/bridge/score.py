@@ -22,6 +22,9 @@ def register(sub):
     p.add_argument("--by", choices=("optimizer", "gamma", "lambda"), default=None,
                    help="a panel's per-run score also within each value of this cell setting (a reading chosen after"
                         " the registration, printed apart from its verdict)")
+    p.add_argument("--course", action="store_true",
+                   help="a panel's registered verdict after each complete cell in measuring order: each method's"
+                        " per-run Brier and per-cell skill over each baseline on the cells complete so far")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_score)
 
@@ -112,11 +115,24 @@ def cmd_score_panel(args, reg: dict):
                  **{f"over {b}": skill(r, b) for b in reg["baselines"]}} for r in by.to_dict(orient="records")]
         text += [f"per run within each {args.by} (a reading, not the registered verdict): Brier, AUC, and Brier skill"
                  " over each baseline [90% interval] (clusters)", format_table(rows)]
+    course = None
+    if getattr(args, "course", False):
+        from critwin.bridge.panel import score_course
+        course = score_course(reg, predicted, kept)
+        cell = lambda r: f"{r['skill']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}] {r['verdict']}"
+        wide = {}
+        for r in course.to_dict(orient="records"):
+            row = wide.setdefault((r["cells"], r["method"], r["baseline"]), {
+                "cells": r["cells"], "runs": r["runs"], "method": r["method"], "over": r["baseline"]})
+            row["run Brier skill" if r["score"] == "run Brier" else "cell edge skill"] = cell(r)
+        text += ["the registered verdict as the cells came in (complete cells in measuring order; skill [90% interval]"
+                 " verdict)", format_table(list(wide.values()))]
     if args.out_csv:
         out["cells"].to_csv(args.out_csv, index=False)
         text.append(f"wrote {args.out_csv}")
     payload = {"registration": str(args.registration), "provenance": counts,
                **({"by": by.to_dict(orient="records")} if by is not None else {}),
+               **({"course": course.to_dict(orient="records")} if course is not None else {}),
                **{k: v for k, v in out.items() if not hasattr(v, "to_dict")},
                **{k: v.to_dict(orient="records") for k, v in out.items() if hasattr(v, "to_dict")}}
     return payload, "\n".join(text)
