@@ -69,6 +69,11 @@ def measure_configs(reg: dict, measured) -> dict:
     return out
 
 
+def interval(skill: float, lo: float, hi: float) -> str:
+    """A skill and its 90% interval as the panel tables print them: +0.034 [+0.001, +0.067]."""
+    return f"{skill:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+
+
 def cmd_score_panel(args, reg: dict):
     """A panel registration: every method beside every trivial baseline, per cell and per run, with skill."""
     from critwin.bridge.panel import load_panel, score_panel
@@ -110,21 +115,20 @@ def cmd_score_panel(args, reg: dict):
         by = score_by(reg, predicted, kept, args.by)
         import pandas as pd
         skill = lambda r, b: ("" if pd.isna(r.get(f"{b}_skill")) else          # baselines have no skill of their own
-                              f"{r[f'{b}_skill']:+.3f} [{r[f'{b}_lo']:+.3f}, {r[f'{b}_hi']:+.3f}] ({int(r[f'{b}_clusters'])})")
+                              f"{interval(r[f'{b}_skill'], r[f'{b}_lo'], r[f'{b}_hi'])} ({int(r[f'{b}_clusters'])})")
         rows = [{**{k: r[k] for k in (args.by, "runs", "name", "brier", "auc")},
                  **{f"over {b}": skill(r, b) for b in reg["baselines"]}} for r in by.to_dict(orient="records")]
         text += [f"per run within each {args.by} (a reading, not the registered verdict): Brier, AUC, and Brier skill"
                  " over each baseline [90% interval] (clusters)", format_table(rows)]
     course = None
-    if getattr(args, "course", False):
+    if args.course:
         from critwin.bridge.panel import score_course
         course = score_course(reg, predicted, kept)
-        cell = lambda r: f"{r['skill']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}] {r['verdict']}"
         wide = {}
         for r in course.to_dict(orient="records"):
             row = wide.setdefault((r["cells"], r["method"], r["baseline"]), {
                 "cells": r["cells"], "runs": r["runs"], "method": r["method"], "over": r["baseline"]})
-            row["run Brier skill" if r["score"] == "run Brier" else "cell edge skill"] = cell(r)
+            row["run Brier skill" if r["score"] == "run Brier" else "cell edge skill"] = f"{interval(r['skill'], r['lo'], r['hi'])} {r['verdict']}"
         text += ["the registered verdict as the cells came in (complete cells in measuring order; skill [90% interval]"
                  " verdict)", format_table(list(wide.values()))]
     if args.out_csv:
