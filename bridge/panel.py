@@ -64,6 +64,17 @@ def method_curve(method: str, curves: dict, lam: float) -> tuple[np.ndarray, np.
     raise ConfigError("method", method, "one of " + ", ".join(METHODS))
 
 
+def load_probes(folder) -> dict:
+    """(optimizer, gamma, task_seed, seed) -> the curves of each no-decay probe JSON in `folder` (probes.py)."""
+    import json
+    from pathlib import Path
+    out = {}
+    for path in sorted(Path(folder).glob("*.json")):
+        p = json.loads(path.read_text())
+        out[(p["optimizer"], float(p["gamma"]), p["task_seed"], p["seed"])] = p["curves"]
+    return out
+
+
 def at_onset(steps, p, onset: float) -> float:
     """A method's P at an onset: the last probe state at or before it (the probe's end past it)."""
     i = int(np.searchsorted(np.asarray(steps, float), onset, side="right")) - 1
@@ -223,4 +234,4 @@ def score_by(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame, key: st
 
 
 __all__ = ["BASELINES", "BY", "METHODS", "METHOD_TEXT", "ONSETS", "at_onset", "cell_plan", "fit_baselines", "load_panel",
-           "measured_edge", "method_curve", "predict_baselines", "score_by", "score_course", "score_panel"]
+           "load_probes", "measured_edge", "method_curve", "predict_baselines", "score_by", "score_course", "score_panel"]

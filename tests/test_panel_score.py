@@ -129,3 +129,20 @@ def test_the_course_scores_complete_cells_in_registered_order_counted_by_hand():
     both = course[(course["cells"] == 2) & (course["score"] == "cell |log2| edge error")].iloc[0]
     errors_b = [math.log2((125 + 25) / (50 + 25)), math.log2((75 + 25) / (0 + 25))]  # c2's edge 50, c1's edge 0
     assert both["runs"] == 8 and both["skill"] == pytest.approx(sum(errors_b) / 2)
+
+
+def test_a_version_scored_on_fewer_cells_counts_only_their_runs(tmp_path, capsys):
+    """A later registration lists only the cells measured after it: the runs of the panel's other cells are neither
+    scored nor counted in its provenance line."""
+    from critwin.cli.main import main
+    reg = json.loads((THEORY3 / "registration.json").read_text())
+    files = sorted((THEORY3 / "measured").glob("*.csv"))[:2]
+    keep = [f.stem for f in files]
+    reg["cells"] = [c for c in reg["cells"] if c["id"] in keep]
+    (tmp_path / "registration.json").write_text(json.dumps(reg))
+    runs = pd.read_csv(THEORY3 / "registration_runs.csv")
+    runs[runs["cell"].isin(keep)].to_csv(tmp_path / "registration_runs.csv", index=False)
+    main(["bridge", "score", str(tmp_path / "registration.json"), str(THEORY3 / "measured"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert sum(out["provenance"].values()) == sum(len(pd.read_csv(f)) for f in files)
+    assert out["registered_cells"] == 2

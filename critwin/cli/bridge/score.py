@@ -79,6 +79,7 @@ def cmd_score_panel(args, reg: dict):
     from critwin.bridge.panel import load_panel, score_panel
     from critwin.bridge.provenance import AFTER, BEFORE, UNKNOWN, run_provenance
     _, predicted, measured = load_panel(args.registration, args.measured)
+    measured = measured[measured["cell"].isin({c["id"] for c in reg["cells"]})]   # a later version scores fewer cells
     status = run_provenance(args.registration, measured)
     kept = measured[(status != BEFORE).to_numpy()]          # by position: the CSVs' row labels repeat
     out = score_panel(reg, predicted, kept)

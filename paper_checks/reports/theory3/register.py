@@ -17,21 +17,13 @@ import numpy as np
 import pandas as pd
 
 from critwin.bridge.panel import (BASELINES, METHOD_TEXT, METHODS, ONSETS, at_onset, cell_plan, fit_baselines,
-                                  method_curve, predict_baselines)
+                                  load_probes, method_curve, predict_baselines)
 from critwin.bridge.skill import crossing
 
 HERE = Path(__file__).parent
 OPTIMIZERS, GAMMAS, LAMBDAS = ("adamw", "sgd"), (0.4, 0.65, 0.95, 1.2), (2e-3, 8e-3, 3.2e-2)
 TASK_SEEDS, SEEDS = (0, 1, 2), (0, 1)
 ORDER_SEED = 2026      # the measuring order: a fixed shuffle, so the first cells measured span the panel
-
-
-def load_probes(folder: Path) -> dict:
-    out = {}
-    for path in sorted(folder.glob("*.json")):
-        p = json.loads(path.read_text())
-        out[(p["optimizer"], float(p["gamma"]), p["task_seed"], p["seed"])] = p["curves"]
-    return out
 
 
 def main() -> dict:

@@ -1,0 +1,76 @@
+"""The held share calibrated on measured runs, per optimizer: P(composes) = sigmoid(a + b logit(held) + c log2(lambda /
+8e-3)), where held is a run's running maximum of the composition model's held share at the onset (bridge.panel).
+
+Why: read raw, the held share is SGD's rule (Brier 0.10 on the panel's SGD runs) but not AdamW's, whose runs compose
+under lambda 3.2e-2 with a held share near 0.3. The fit keeps the rate equations' ordering (more held, more composing)
+and learns each optimizer's level and lambda dependence from earlier cells' penalised runs, never from the cells it
+is scored on. A ridge of 1/2 (b^2 + c^2) keeps the fit finite where build runs separate.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import minimize
+
+from critwin.errors import ConfigError
+
+CLIP = 0.01          # held shares are clipped to [CLIP, 1 - CLIP] before the logit: 0 and 1 are reached
+LAMBDA_REF = 8e-3    # log2(lambda / LAMBDA_REF): the panel's middle lambda reads as 0
+RIDGE = 1.0
+
+
+def features(held, lam) -> np.ndarray:
+    """(logit of the clipped held share, log2 lambda / LAMBDA_REF) per run."""
+    h = np.clip(np.asarray(held, float), CLIP, 1.0 - CLIP)
+    lam = np.broadcast_to(np.asarray(lam, float), h.shape)
+    if (lam <= 0).any():
+        raise ConfigError("lambda", float(lam.min()), "positive")
+    return np.column_stack([np.log(h / (1.0 - h)), np.log2(lam / LAMBDA_REF)])
+
+
+class HeldLogistic:
+    """One optimizer's calibration, fitted by ridge-penalised maximum likelihood (the intercept unpenalised)."""
+
+    def fit(self, held, lam, composes) -> "HeldLogistic":
+        x, y = features(held, lam), np.asarray(composes, float)
+        if len(y) < 2 or len(np.unique(y)) < 2:
+            raise ConfigError("build runs", len(y), "at least one composing and one non-composing run")
+        X = np.column_stack([np.ones(len(y)), x])
+
+        def loss(w):
+            z = X @ w
+            return float(np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * RIDGE * np.sum(w[1:] ** 2))
+
+        def grad(w):
+            p = 1.0 / (1.0 + np.exp(-(X @ w)))
+            return X.T @ (p - y) + RIDGE * np.r_[0.0, w[1:]]
+
+        self.coef_ = minimize(loss, np.zeros(3), jac=grad, method="BFGS", options={"gtol": 1e-8}).x
+        self.n_ = len(y)
+        return self
+
+    def predict_proba(self, held, lam) -> np.ndarray:
+        z = self.coef_[0] + features(held, lam) @ self.coef_[1:]
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+class CalibratedHeld:
+    """A HeldLogistic per optimizer, fitted on build runs with columns optimizer, lambda, held_max, composes."""
+
+    def fit(self, runs: pd.DataFrame) -> "CalibratedHeld":
+        missing = {"optimizer", "lambda", "held_max", "composes"} - set(runs.columns)
+        if missing:
+            raise ConfigError("build runs", ", ".join(sorted(missing)), "columns optimizer, lambda, held_max, composes")
+        self.models_ = {o: HeldLogistic().fit(g["held_max"], g["lambda"], g["composes"])
+                        for o, g in runs.groupby("optimizer")}
+        return self
+
+    def predict_proba(self, optimizer: str, held, lam) -> np.ndarray:
+        if optimizer not in self.models_:
+            raise ConfigError("optimizer", optimizer, "one the build runs hold: " + ", ".join(sorted(self.models_)))
+        return self.models_[optimizer].predict_proba(held, lam)
+
+    def coefficients(self) -> dict:
+        """{optimizer: {intercept, logit_held, log2_lambda, runs}} for the registration's record."""
+        return {o: {"intercept": float(m.coef_[0]), "logit_held": float(m.coef_[1]),
+                    "log2_lambda": float(m.coef_[2]), "runs": m.n_} for o, m in self.models_.items()}

@@ -1,0 +1,107 @@
+"""The calibrated held share (bridge.calibrated): its fit is the penalised likelihood's maximum (finite differences of
+a likelihood written here), it recovers known coefficients, it fits each optimizer apart; and Theory III's fourth
+registration is remade from its committed inputs, so a change of clip, ridge, build data or probe reading fails."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from critwin.bridge.calibrated import CalibratedHeld, HeldLogistic
+from critwin.errors import ConfigError
+
+THEORY3 = Path(__file__).resolve().parents[1] / "paper_checks" / "reports" / "theory3"
+V4 = THEORY3 / "v4"
+
+
+def _nll(w, held, lam, y, clip=0.01, ridge=1.0):
+    h = np.clip(held, clip, 1 - clip)
+    z = w[0] + w[1] * np.log(h / (1 - h)) + w[2] * np.log2(lam / 8e-3)
+    return np.sum(np.log1p(np.exp(z)) - y * z) + ridge / 2 * (w[1] ** 2 + w[2] ** 2)
+
+
+def _synthetic(n, coef, seed=0):
+    rng = np.random.default_rng(seed)
+    held = rng.uniform(0, 1, n)
+    lam = rng.choice([2e-3, 8e-3, 3.2e-2], n)
+    h = np.clip(held, 0.01, 0.99)
+    z = coef[0] + coef[1] * np.log(h / (1 - h)) + coef[2] * np.log2(lam / 8e-3)
+    return held, lam, (rng.random(n) < 1 / (1 + np.exp(-z))).astype(float)
+
+
+def test_the_fit_is_the_penalised_likelihood_maximum():
+    held, lam, y = _synthetic(300, (0.5, 2.0, -0.7))
+    m = HeldLogistic().fit(held, lam, y)
+    for i in range(3):                                   # every partial derivative vanishes at the fit
+        e = np.zeros(3)
+        e[i] = 1e-5
+        slope = (_nll(m.coef_ + e, held, lam, y) - _nll(m.coef_ - e, held, lam, y)) / 2e-5
+        assert abs(slope) < 1e-3
+    rng = np.random.default_rng(1)
+    assert all(_nll(m.coef_, held, lam, y) <= _nll(m.coef_ + rng.normal(0, 0.05, 3), held, lam, y) for _ in range(50))
+
+
+def test_the_fit_recovers_known_coefficients():
+    held, lam, y = _synthetic(40000, (0.5, 2.0, -0.7), seed=2)
+    m = HeldLogistic().fit(held, lam, y)
+    assert m.coef_ == pytest.approx([0.5, 2.0, -0.7], abs=0.08)
+    p = m.predict_proba([0.2, 0.5, 0.8], 8e-3)
+    assert (np.diff(p) > 0).all()                        # more held, more composing
+    with pytest.raises(ConfigError):
+        HeldLogistic().fit([0.1, 0.9], [8e-3, 8e-3], [1, 1])
+    with pytest.raises(ConfigError):
+        m.predict_proba([0.5], [0.0])
+
+
+def test_each_optimizer_is_fitted_apart():
+    a = _synthetic(4000, (2.0, 1.0, 1.0), seed=3)
+    s = _synthetic(4000, (-1.0, 3.0, 0.0), seed=4)
+    runs = pd.concat([pd.DataFrame({"optimizer": o, "held_max": h, "lambda": lam, "composes": y})
+                      for o, (h, lam, y) in (("adamw", a), ("sgd", s))])
+    cal = CalibratedHeld().fit(runs)
+    alone = HeldLogistic().fit(*s)
+    assert cal.models_["sgd"].coef_ == pytest.approx(alone.coef_)
+    assert cal.predict_proba("adamw", [0.3], 3.2e-2)[0] > 0.8 > 0.2 > cal.predict_proba("sgd", [0.3], 3.2e-2)[0]
+    assert cal.coefficients()["sgd"]["runs"] == 4000
+    with pytest.raises(ConfigError, match="optimizer"):
+        cal.predict_proba("lion", [0.3], 8e-3)
+    with pytest.raises(ConfigError, match="composes"):
+        CalibratedHeld().fit(runs.drop(columns="composes"))
+
+
+@pytest.mark.skipif(not (V4 / "registration.json").is_file(), reason="the fourth version is not registered")
+def test_the_fourth_registration_is_remade_from_its_committed_inputs():
+    """Its build runs are the panel's measured runs of the cells before it; its coefficients are their fit; its
+    per-run predictions are the calibration of each run's own running maximum held share."""
+    reg = json.loads((V4 / "registration.json").read_text())
+    reg3 = json.loads((THEORY3 / "registration.json").read_text())
+    runs = pd.read_csv(V4 / "registration_runs.csv")
+    build = pd.read_csv(V4 / "build_runs.csv")
+    ids = [c["id"] for c in reg3["cells"]]
+    scored = [c["id"] for c in reg["cells"]]
+    assert scored == ids[ids.index(scored[0]):]                          # the panel's order from the first scored cell
+    assert set(build["cell"]) <= set(ids[:ids.index(scored[0])])          # build runs come from earlier cells only
+    assert len(runs) == 54 * len(scored) and set(runs["cell"]) == set(scored)
+    keys = ["cell", "onset", "task_seed", "seed"]
+    measured = pd.concat([pd.read_csv(THEORY3 / "measured" / f"{c}.csv") for c in build["cell"].unique()])
+    both = build.merge(measured, on=keys, suffixes=("", "_m"))
+    assert len(both) == len(build) and (both["ood_acc"] == both["ood_acc_m"]).all()
+    v3 = pd.read_csv(THEORY3 / "registration_runs.csv")
+    assert (build.merge(v3, on=keys, suffixes=("", "_v3")).eval("held_max == held_max_v3")).all()
+    cal = CalibratedHeld().fit(build.assign(composes=(build["ood_acc"] >= 0.5).astype(float)))
+    for o, c in cal.coefficients().items():
+        assert [c["intercept"], c["logit_held"], c["log2_lambda"]] == pytest.approx(
+            [reg["calibration"][o][k] for k in ("intercept", "logit_held", "log2_lambda")], abs=1e-6)
+    pinned = runs.merge(v3, on=keys, suffixes=("", "_v3"))
+    assert (pinned["held_max"] - pinned["held_max_v3"]).abs().max() < 1e-4  # the same reading of the same probe
+    cells = {c["id"]: c for c in reg["cells"]}
+    for r in pinned.sample(60, random_state=0).itertuples():
+        w = reg["calibration"][cells[r.cell]["optimizer"]]
+        p = 1 / (1 + np.exp(-_z(w, r.held_max_v3, cells[r.cell]["lambda"])))
+        assert r.held_cal == pytest.approx(p, abs=1e-4)
+
+
+def _z(w, held, lam):
+    h = min(max(held, 0.01), 0.99)
+    return w["intercept"] + w["logit_held"] * np.log(h / (1 - h)) + w["log2_lambda"] * np.log2(lam / 8e-3)
