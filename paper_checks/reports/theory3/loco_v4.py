@@ -1,0 +1,51 @@
+"""What chose the fourth version, on its build data only: each earlier panel cell left out in turn, the calibration
+(bridge.calibrated) fitted on the others and scored on it, beside held_max and onset alone as the third version
+registered them. Not a verdict: the version is scored on the cells measured after it (v4/registration.json).
+
+Run: python3 paper_checks/reports/theory3/loco_v4.py     (after register_v4.py; seconds)
+"""
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from critwin.bridge.calibrated import CalibratedHeld
+from critwin.bridge.panel import measured_edge
+from critwin.bridge.skill import COMPOSES, brier, crossing, edge_error
+
+HERE = Path(__file__).parent
+KEYS = ["cell", "onset", "task_seed", "seed"]
+
+
+def main() -> pd.DataFrame:
+    build = pd.read_csv(HERE / "v4" / "build_runs.csv")
+    build["composes"] = (build["ood_acc"] >= COMPOSES).astype(float)
+    v3 = pd.read_csv(HERE / "registration_runs.csv")[KEYS + ["onset_logistic"]]
+    runs = build.merge(v3, on=KEYS)
+    runs["held_cal"] = np.nan
+    for cell in runs["cell"].unique():
+        out = runs["cell"] == cell
+        cal = CalibratedHeld().fit(runs[~out])
+        g = runs[out]
+        runs.loc[out, "held_cal"] = cal.predict_proba(g["optimizer"].iloc[0], g["held_max"], g["lambda"])
+    names = ["held_cal", "held_max", "onset_logistic"]
+    rows = []
+    for label, part in [("all", runs), *runs.groupby("optimizer")]:
+        rows.append({"runs": label, "n": len(part), **{n: brier(part[n], part["composes"]) for n in names}})
+    errors = []
+    for cell, g in runs.groupby("cell"):
+        if len(g) < 54:
+            continue
+        m = measured_edge(g)
+        by = g.groupby("onset")[names].mean()
+        errors.append({n: edge_error(crossing(by.index.to_numpy(float), by[n].to_numpy()), m) for n in names})
+    rows.append({"runs": f"mean edge error ({len(errors)} cells)", "n": len(errors),
+                 **pd.DataFrame(errors).mean().to_dict()})
+    table = pd.DataFrame(rows)
+    print("leave one earlier cell out: per-run Brier by optimizer, then mean |log2| edge error over complete cells")
+    print(table.round(3).to_string(index=False))
+    return table
+
+
+if __name__ == "__main__":
+    main()
