@@ -17,6 +17,7 @@ from critwin.bridge.skill import (COMPOSES, NO_WINDOW, OnsetLogistic, auc, auc_s
 from critwin.errors import ConfigError
 
 ONSETS = (0, 50, 100, 150, 200, 300, 400, 600, 800)
+TASK_SEEDS, SEEDS = (0, 1, 2), (0, 1)     # the task instances and init seeds of every panel cell
 METHODS = ("held_max", "held_half")
 BASELINES = ("constant", "nearest", "onset_logistic")
 METHOD_TEXT = {
@@ -107,6 +108,37 @@ def predict_baselines(base: dict, cell: dict, onset: float | None = None) -> dic
     x, y = base["fractions"][(near_r["optimizer"], float(near_r["gamma"]), float(near_r["lambda"]))]
     return {"constant": float(onset >= base["constant"]), "nearest": float(np.interp(onset, x, y)),
             "onset_logistic": float(base["onset_logistic"].predict_proba([onset])[0])}
+
+
+def register_cells(cells: list[dict], run_curves, base: dict, methods) -> list[dict]:
+    """Fill each cell's `predicted` edges (each method's mean curve over its runs crossing 1/2; each baseline's edge)
+    and return the per-run rows of the registration (every method's and baseline's P at each onset).
+    run_curves(cell, task_seed, seed) -> (probe steps, {method: P(composes) for a window opening at each step})."""
+    rows = []
+    for cell in cells:
+        curves = {(ts, s): run_curves(cell, ts, s) for ts in TASK_SEEDS for s in SEEDS}
+        steps = next(iter(curves.values()))[0]
+        cell["predicted"] = {}
+        for m in methods:
+            edge = crossing(steps, np.mean([c[m] for _, c in curves.values()], axis=0))
+            cell["predicted"][m] = None if edge is None else round(edge, 1)
+        for b, edge in predict_baselines(base, cell).items():
+            cell["predicted"][b] = None if edge is None else round(edge, 1)
+        for onset in ONSETS:
+            for (ts, s), (st, c) in curves.items():
+                rows.append({"cell": cell["id"], "onset": onset, "task_seed": ts, "seed": s,
+                             **{m: at_onset(st, c[m], onset) for m in methods},
+                             **predict_baselines(base, cell, onset=onset)})
+    return rows
+
+
+def registration_stamp(command: str, where) -> dict:
+    """The head of a panel registration: when it was made, the code's git commit at `where`, and the command."""
+    import datetime
+    import subprocess
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=where).stdout.strip()
+    return {"registered": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "commit": commit, "design": "panel", "command": command}
 
 
 def measured_edge(runs: pd.DataFrame):
@@ -233,5 +265,6 @@ def score_by(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame, key: st
     return pd.DataFrame(rows)
 
 
-__all__ = ["BASELINES", "BY", "METHODS", "METHOD_TEXT", "ONSETS", "at_onset", "cell_plan", "fit_baselines", "load_panel",
-           "load_probes", "measured_edge", "method_curve", "predict_baselines", "score_by", "score_course", "score_panel"]
+__all__ = ["BASELINES", "BY", "METHODS", "METHOD_TEXT", "ONSETS", "SEEDS", "TASK_SEEDS", "at_onset", "cell_plan",
+           "fit_baselines", "load_panel", "load_probes", "measured_edge", "method_curve", "predict_baselines",
+           "register_cells", "registration_stamp", "score_by", "score_course", "score_panel"]

@@ -8,21 +8,18 @@ registration_runs.csv (one row per planned run: every method's and baseline's P(
 
 Run: python3 paper_checks/reports/theory3/register.py     (after probes.py; seconds)
 """
-import datetime
 import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from critwin.bridge.panel import (BASELINES, METHOD_TEXT, METHODS, ONSETS, at_onset, cell_plan, fit_baselines,
-                                  load_probes, method_curve, predict_baselines)
-from critwin.bridge.skill import crossing
+from critwin.bridge.panel import (BASELINES, METHOD_TEXT, METHODS, ONSETS, SEEDS, TASK_SEEDS, cell_plan,
+                                  fit_baselines, load_probes, method_curve, register_cells,
+                                  registration_stamp)
 
 HERE = Path(__file__).parent
 OPTIMIZERS, GAMMAS, LAMBDAS = ("adamw", "sgd"), (0.4, 0.65, 0.95, 1.2), (2e-3, 8e-3, 3.2e-2)
-TASK_SEEDS, SEEDS = (0, 1, 2), (0, 1)
 ORDER_SEED = 2026      # the measuring order: a fixed shuffle, so the first cells measured span the panel
 
 
@@ -36,33 +33,14 @@ def main() -> dict:
     cells = [cell_plan("left", o, g, lam, 5000) for o in OPTIMIZERS for g in GAMMAS for lam in LAMBDAS]
     order = np.random.default_rng(ORDER_SEED).permutation(len(cells))
     cells = [cells[i] for i in order]
-    rows = []
-    for cell in cells:
-        cell["predicted"] = {}
-        for m in METHODS:
-            curves = [method_curve(m, probes[(cell["optimizer"], cell["gamma"], ts, s)], cell["lambda"])
-                      for ts in TASK_SEEDS for s in SEEDS]
-            steps = curves[0][0]
-            mean = np.mean([c[1] for c in curves], axis=0)
-            edge = crossing(steps, mean)
-            cell["predicted"][m] = None if edge is None else round(edge, 1)
-        for b, edge in predict_baselines(base, cell).items():
-            cell["predicted"][b] = None if edge is None else round(edge, 1)
-        for onset in ONSETS:
-            for ts in TASK_SEEDS:
-                for s in SEEDS:
-                    row = {"cell": cell["id"], "onset": onset, "task_seed": ts, "seed": s}
-                    for m in METHODS:
-                        row[m] = at_onset(*method_curve(m, probes[(cell["optimizer"], cell["gamma"], ts, s)],
-                                                        cell["lambda"]), onset)
-                    row.update(predict_baselines(base, cell, onset=onset))
-                    rows.append(row)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
+
+    def run_curves(cell, ts, s):
+        curves = probes[(cell["optimizer"], cell["gamma"], ts, s)]
+        steps = method_curve(METHODS[0], curves, cell["lambda"])[0]
+        return steps, {m: method_curve(m, curves, cell["lambda"])[1] for m in METHODS}
+    rows = register_cells(cells, run_curves, base, METHODS)
     reg = {
-        "registered": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "commit": commit,
-        "design": "panel",
-        "command": "python3 paper_checks/reports/theory3/register.py",
+        **registration_stamp("python3 paper_checks/reports/theory3/register.py", HERE),
         "methods": METHODS,
         "baselines": BASELINES,
         "method_text": METHOD_TEXT,
@@ -86,7 +64,7 @@ def main() -> dict:
     }
     (HERE / "registration.json").write_text(json.dumps(reg, indent=1) + "\n")
     pd.DataFrame(rows).to_csv(HERE / "registration_runs.csv", index=False, float_format="%.5g")
-    print(f"{len(cells)} cells, {len(rows)} runs registered at {reg['registered']} (commit {commit[:7]})")
+    print(f"{len(cells)} cells, {len(rows)} runs registered at {reg['registered']} (commit {reg['commit'][:7]})")
     return reg
 
 

@@ -9,22 +9,18 @@ commit that holds this registration (bridge.provenance), so measure those cells 
 
 Run: python3 paper_checks/reports/theory3/register_v4.py FIRST_CELL [OUT]   (seconds; OUT default v4/)
 """
-import datetime
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from critwin.bridge.calibrated import CLIP, LAMBDA_REF, RIDGE, CalibratedHeld
-from critwin.bridge.panel import (BASELINES, METHOD_TEXT, ONSETS, at_onset, fit_baselines, load_probes, measured_edge,
-                                  method_curve, predict_baselines)
-from critwin.bridge.skill import COMPOSES, crossing
+from critwin.bridge.panel import (BASELINES, METHOD_TEXT, ONSETS, SEEDS, TASK_SEEDS, fit_baselines, load_probes,
+                                  measured_edge, method_curve, register_cells, registration_stamp)
+from critwin.bridge.skill import COMPOSES
 
 HERE = Path(__file__).parent
-TASK_SEEDS, SEEDS = (0, 1, 2), (0, 1)
 METHODS = ("held_cal", "held_max")
 TEXT = {
     "held_cal": f"P(composes at onset t) = sigmoid(a + b logit(h) + c log2(lambda / {LAMBDA_REF:g})), h the run's "
@@ -86,36 +82,15 @@ def main(first: str, out: Path) -> dict:
     base = fit_baselines(base_runs, base_cells)
     probes = load_probes(HERE / "probes")
     ids = [c["id"] for c in reg3["cells"]]
-    cells = [dict(c, predicted={}) for c in reg3["cells"][ids.index(first):]]
-    rows = []
-    for cell in cells:
-        curves = {}
-        for ts in TASK_SEEDS:
-            for s in SEEDS:
-                steps, held = method_curve("held_max", probes[(cell["optimizer"], cell["gamma"], ts, s)],
-                                           cell["lambda"])
-                curves[(ts, s)] = {"held_max": held,
-                                   "held_cal": cal.predict_proba(cell["optimizer"], held, cell["lambda"])}
-        for m in METHODS:
-            mean = np.mean([v[m] for v in curves.values()], axis=0)
-            edge = crossing(steps, mean)
-            cell["predicted"][m] = None if edge is None else round(edge, 1)
-        for b, edge in predict_baselines(base, cell).items():
-            cell["predicted"][b] = None if edge is None else round(edge, 1)
-        for onset in ONSETS:
-            for ts in TASK_SEEDS:
-                for s in SEEDS:
-                    row = {"cell": cell["id"], "onset": onset, "task_seed": ts, "seed": s}
-                    row.update({m: at_onset(steps, curves[(ts, s)][m], onset) for m in METHODS})
-                    row.update(predict_baselines(base, cell, onset=onset))
-                    rows.append(row)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
+
+    def run_curves(cell, ts, s):
+        steps, held = method_curve("held_max", probes[(cell["optimizer"], cell["gamma"], ts, s)], cell["lambda"])
+        return steps, {"held_max": held, "held_cal": cal.predict_proba(cell["optimizer"], held, cell["lambda"])}
+    cells = [dict(c) for c in reg3["cells"][ids.index(first):]]
+    rows = register_cells(cells, run_curves, base, METHODS)
     reg = {
-        "registered": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "commit": commit,
-        "design": "panel",
+        **registration_stamp(f"python3 paper_checks/reports/theory3/register_v4.py {first}", HERE),
         "version": 4,
-        "command": f"python3 paper_checks/reports/theory3/register_v4.py {first}",
         "methods": list(METHODS),
         "baselines": list(BASELINES),
         "method_text": TEXT,
@@ -136,7 +111,7 @@ def main(first: str, out: Path) -> dict:
     (out / "registration.json").write_text(json.dumps(reg, indent=1) + "\n")
     pd.DataFrame(rows).to_csv(out / "registration_runs.csv", index=False, float_format="%.5g")
     build.to_csv(out / "build_runs.csv", index=False, float_format="%.6g")
-    print(f"version 4: {len(cells)} cells, {len(rows)} runs registered at {reg['registered']} (commit {commit[:7]}); "
+    print(f"version 4: {len(cells)} cells, {len(rows)} runs registered at {reg['registered']} (commit {reg['commit'][:7]}); "
           f"fitted on {len(build)} panel runs of {build['cell'].nunique()} cells; wrote {out}")
     return reg
 
