@@ -111,8 +111,8 @@ def main(first: str, out: Path) -> dict:
     (out / "registration.json").write_text(json.dumps(reg, indent=1) + "\n")
     pd.DataFrame(rows).to_csv(out / "registration_runs.csv", index=False, float_format="%.5g")
     build.to_csv(out / "build_runs.csv", index=False, float_format="%.6g")
-    print(f"version 4: {len(cells)} cells, {len(rows)} runs registered at {reg['registered']} (commit {reg['commit'][:7]}); "
-          f"fitted on {len(build)} panel runs of {build['cell'].nunique()} cells; wrote {out}")
+    print(f"version 4: {len(cells)} cells, {len(rows)} runs registered at {reg['registered']} "
+          f"(commit {reg['commit'][:7]}); fitted on {len(build)} panel runs of {build['cell'].nunique()} cells; wrote {out}")
     return reg
 
 
