@@ -1,6 +1,7 @@
 """The calibrated held share (bridge.calibrated): its fit is the penalised likelihood's maximum (finite differences of
 a likelihood written here), it recovers known coefficients, it fits each optimizer apart; and Theory III's fourth
-registration is remade from its committed inputs, so a change of clip, ridge, build data or probe reading fails."""
+and fifth registrations are remade from their committed inputs, so a change of clip, ridge, build data or probe
+reading fails."""
 import json
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from critwin.bridge.calibrated import CalibratedHeld, HeldLogistic
 from critwin.errors import ConfigError
 
 THEORY3 = Path(__file__).resolve().parents[1] / "paper_checks" / "reports" / "theory3"
-V4 = THEORY3 / "v4"
+VERSIONS = [v for v in (4, 5) if (THEORY3 / f"v{v}" / "registration.json").is_file()]
 
 
 def _nll(w, held, lam, y, clip=0.01, ridge=1.0):
@@ -54,6 +55,27 @@ def test_the_fit_recovers_known_coefficients():
         m.predict_proba([0.5], [0.0])
 
 
+def test_the_training_accuracy_terms_are_fitted_where_asked():
+    rng = np.random.default_rng(5)
+    held, lam, _ = _synthetic(40000, (0, 0, 0), seed=6)
+    tr = rng.uniform(0, 1, len(held))
+    h = np.clip(held, 0.01, 0.99)
+    ll = np.log2(lam / 8e-3)
+    z = -1.0 + 1.0 * np.log(h / (1 - h)) - 0.4 * ll + 2.0 * tr + 1.5 * tr * ll
+    y = (rng.random(len(z)) < 1 / (1 + np.exp(-z))).astype(float)
+    m = HeldLogistic(train=True).fit(held, lam, y, tr)
+    assert m.coef_ == pytest.approx([-1.0, 1.0, -0.4, 2.0, 1.5], abs=0.1)
+    with pytest.raises(ConfigError, match="train_acc"):
+        m.predict_proba([0.5], [8e-3])
+    runs = pd.DataFrame({"optimizer": "adamw", "held_max": held, "lambda": lam, "composes": y})
+    with pytest.raises(ConfigError, match="train_acc"):
+        CalibratedHeld(("adamw",)).fit(runs)
+    cal = CalibratedHeld(("adamw",)).fit(runs.assign(train_acc=tr))
+    assert cal.models_["adamw"].coef_ == pytest.approx(m.coef_)
+    assert set(cal.coefficients()["adamw"]) == {"intercept", "logit_held", "log2_lambda", "train_acc",
+                                                "train_acc_x_log2_lambda", "runs"}
+
+
 def test_each_optimizer_is_fitted_apart():
     a = _synthetic(4000, (2.0, 1.0, 1.0), seed=3)
     s = _synthetic(4000, (-1.0, 3.0, 0.0), seed=4)
@@ -70,14 +92,18 @@ def test_each_optimizer_is_fitted_apart():
         CalibratedHeld().fit(runs.drop(columns="composes"))
 
 
-@pytest.mark.skipif(not (V4 / "registration.json").is_file(), reason="the fourth version is not registered")
-def test_the_fourth_registration_is_remade_from_its_committed_inputs():
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_later_registration_is_remade_from_its_committed_inputs(version):
     """Its build runs are the panel's measured runs of the cells before it; its coefficients are their fit; its
-    per-run predictions are the calibration of each run's own running maximum held share."""
-    reg = json.loads((V4 / "registration.json").read_text())
+    per-run predictions are the calibration of each run's own running maximum held share (and, where it reads it,
+    the run's training accuracy at the onset in its own probe)."""
+    from critwin.bridge.panel import load_probes
+    folder = THEORY3 / f"v{version}"
+    reg = json.loads((folder / "registration.json").read_text())
     reg3 = json.loads((THEORY3 / "registration.json").read_text())
-    runs = pd.read_csv(V4 / "registration_runs.csv")
-    build = pd.read_csv(V4 / "build_runs.csv")
+    runs = pd.read_csv(folder / "registration_runs.csv")
+    build = pd.read_csv(folder / "build_runs.csv")
+    method, terms = reg["methods"][0], reg.get("train_terms", [])
     ids = [c["id"] for c in reg3["cells"]]
     scored = [c["id"] for c in reg["cells"]]
     assert scored == ids[ids.index(scored[0]):]                          # the panel's order from the first scored cell
@@ -89,19 +115,30 @@ def test_the_fourth_registration_is_remade_from_its_committed_inputs():
     assert len(both) == len(build) and (both["ood_acc"] == both["ood_acc_m"]).all()
     v3 = pd.read_csv(THEORY3 / "registration_runs.csv")
     assert (build.merge(v3, on=keys, suffixes=("", "_v3")).eval("held_max == held_max_v3")).all()
-    cal = CalibratedHeld().fit(build.assign(composes=(build["ood_acc"] >= 0.5).astype(float)))
+    probes = load_probes(THEORY3 / "probes")
+
+    def train_acc(optimizer, gamma, ts, s, onset):
+        c = probes[(optimizer, float(gamma), int(ts), int(s))]
+        return c["train_acc"][int(np.flatnonzero(np.asarray(c["step"]) <= onset)[-1])]
+    if terms:
+        for r in build.sample(40, random_state=1).itertuples():
+            assert r.train_acc == pytest.approx(train_acc(r.optimizer, r.gamma, r.task_seed, r.seed, r.onset), abs=1e-5)
+    cal = CalibratedHeld(terms).fit(build.assign(composes=(build["ood_acc"] >= 0.5).astype(float)))
     for o, c in cal.coefficients().items():
-        assert [c["intercept"], c["logit_held"], c["log2_lambda"]] == pytest.approx(
-            [reg["calibration"][o][k] for k in ("intercept", "logit_held", "log2_lambda")], abs=1e-6)
+        assert c == pytest.approx(reg["calibration"][o], abs=1e-6)
     pinned = runs.merge(v3, on=keys, suffixes=("", "_v3"))
     assert (pinned["held_max"] - pinned["held_max_v3"]).abs().max() < 1e-4  # the same reading of the same probe
     cells = {c["id"]: c for c in reg["cells"]}
     for r in pinned.sample(60, random_state=0).itertuples():
-        w = reg["calibration"][cells[r.cell]["optimizer"]]
-        p = 1 / (1 + np.exp(-_z(w, r.held_max_v3, cells[r.cell]["lambda"])))
-        assert r.held_cal == pytest.approx(p, abs=1e-4)
+        cell = cells[r.cell]
+        w = reg["calibration"][cell["optimizer"]]
+        tr = train_acc(cell["optimizer"], cell["gamma"], r.task_seed, r.seed, r.onset)
+        p = 1 / (1 + np.exp(-_z(w, r.held_max_v3, cell["lambda"], tr)))
+        assert getattr(r, method) == pytest.approx(p, abs=1e-4)
 
 
-def _z(w, held, lam):
+def _z(w, held, lam, train):
     h = min(max(held, 0.01), 0.99)
-    return w["intercept"] + w["logit_held"] * np.log(h / (1 - h)) + w["log2_lambda"] * np.log2(lam / 8e-3)
+    ll = np.log2(lam / 8e-3)
+    return (w["intercept"] + w["logit_held"] * np.log(h / (1 - h)) + w["log2_lambda"] * ll
+            + w.get("train_acc", 0.0) * train + w.get("train_acc_x_log2_lambda", 0.0) * train * ll)

@@ -1,9 +1,11 @@
-"""What chose the fourth version, on its build data only: each earlier panel cell left out in turn, the calibration
-(bridge.calibrated) fitted on the others and scored on it, beside held_max and onset alone as the third version
-registered them. Not a verdict: the version is scored on the cells measured after it (v4/registration.json).
+"""What chose a later version, on its build data only: each earlier panel cell left out in turn, the version's
+calibration (bridge.calibrated) fitted on the others and scored on it, beside held_max and onset alone as the third
+version registered them. Not a verdict: a version is scored on the cells measured after it (v<N>/registration.json).
 
-Run: python3 paper_checks/reports/theory3/loco_v4.py     (after register_v4.py; seconds)
+Run: python3 paper_checks/reports/theory3/loco.py [VERSION]     (default 4; after register_version.py; seconds)
 """
+import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,18 +19,21 @@ HERE = Path(__file__).parent
 KEYS = ["cell", "onset", "task_seed", "seed"]
 
 
-def main() -> pd.DataFrame:
-    build = pd.read_csv(HERE / "v4" / "build_runs.csv")
+def main(version: int = 4) -> pd.DataFrame:
+    reg = json.loads((HERE / f"v{version}" / "registration.json").read_text())
+    method, train_terms = reg["methods"][0], reg.get("train_terms", [])
+    build = pd.read_csv(HERE / f"v{version}" / "build_runs.csv")
     build["composes"] = (build["ood_acc"] >= COMPOSES).astype(float)
     v3 = pd.read_csv(HERE / "registration_runs.csv")[KEYS + ["onset_logistic"]]
     runs = build.merge(v3, on=KEYS)
-    runs["held_cal"] = np.nan
+    runs[method] = np.nan
     for cell in runs["cell"].unique():
         out = runs["cell"] == cell
-        cal = CalibratedHeld().fit(runs[~out])
+        cal = CalibratedHeld(train_terms).fit(runs[~out])
         g = runs[out]
-        runs.loc[out, "held_cal"] = cal.predict_proba(g["optimizer"].iloc[0], g["held_max"], g["lambda"])
-    names = ["held_cal", "held_max", "onset_logistic"]
+        runs.loc[out, method] = cal.predict_proba(g["optimizer"].iloc[0], g["held_max"], g["lambda"],
+                                                  g["train_acc"] if train_terms else None)
+    names = [method, "held_max", "onset_logistic"]
     rows = []
     for label, part in [("all", runs), *runs.groupby("optimizer")]:
         rows.append({"runs": label, "n": len(part), **{n: brier(part[n], part["composes"]) for n in names}})
@@ -48,4 +53,4 @@ def main() -> pd.DataFrame:
 
 
 if __name__ == "__main__":
-    main()
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 4)
