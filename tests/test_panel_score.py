@@ -149,18 +149,21 @@ def test_a_version_scored_on_fewer_cells_counts_only_their_runs(tmp_path, capsys
     assert out["registered_cells"] == 2
 
 
-def test_the_fourth_version_counts_runs_trained_after_it_only():
-    """The fourth registration: the third's measuring commit (before it) does not hold it, the commit that
-    registered it does, and that commit holds the third registration unchanged, so its runs count for both."""
-    v4 = THEORY3 / "v4" / "registration.json"
-    if not v4.is_file():
-        pytest.skip("the fourth version is not registered")
-    reg3, reg4 = (json.loads(p.read_text()) for p in (THEORY3 / "registration.json", v4))
+@pytest.mark.parametrize("version", [4, 5])
+def test_a_later_version_counts_runs_trained_after_it_only(version):
+    """A later registration: the third's measuring commit (before it) does not hold it, the commit that registered
+    it does, and that commit holds the earlier registrations unchanged, so its runs count for every version."""
+    later = THEORY3 / f"v{version}" / "registration.json"
+    if not later.is_file():
+        pytest.skip(f"version {version} is not registered")
+    reg3, reg = (json.loads(p.read_text()) for p in (THEORY3 / "registration.json", later))
     git = lambda *a: subprocess.run(["git", "-C", str(THEORY3), *a], capture_output=True, text=True)
-    if git("cat-file", "-e", f"{reg4['commit']}^{{commit}}").returncode != 0:
+    if git("cat-file", "-e", f"{reg['commit']}^{{commit}}").returncode != 0:
         pytest.skip("this checkout has no history to check commits against")
-    registered = git("log", "--format=%H", "--diff-filter=A", "--", str(v4)).stdout.split()[-1]
+    registered = git("log", "--format=%H", "--diff-filter=A", "--", str(later)).stdout.split()[-1]
     measuring3 = pd.read_csv(THEORY3 / "measured" / f"{reg3['cells'][0]['id']}.csv")["commit"].iloc[0]
-    assert commit_status(v4, [measuring3, reg4["commit"], registered]) == {
-        measuring3: BEFORE, reg4["commit"]: BEFORE, registered: AFTER}
-    assert commit_status(THEORY3 / "registration.json", [registered]) == {registered: AFTER}
+    assert commit_status(later, [measuring3, reg["commit"], registered]) == {
+        measuring3: BEFORE, reg["commit"]: BEFORE, registered: AFTER}
+    earlier = [THEORY3 / "registration.json"] + [THEORY3 / f"v{v}" / "registration.json" for v in range(4, version)]
+    for path in earlier:
+        assert commit_status(path, [registered]) == {registered: AFTER}
