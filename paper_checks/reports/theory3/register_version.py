@@ -87,9 +87,8 @@ def baseline_inputs(build: pd.DataFrame, reg3: dict) -> tuple[pd.DataFrame, list
 
 def train_at_onset(probes: dict, runs: pd.DataFrame) -> list[float]:
     """Each run's training accuracy in its own no-decay probe at its onset (the last logged step at or before it)."""
-    return [at_onset(probes[(r.optimizer, float(r.gamma), int(r.task_seed), int(r.seed))]["step"],
-                     probes[(r.optimizer, float(r.gamma), int(r.task_seed), int(r.seed))]["train_acc"], r.onset)
-            for r in runs.itertuples()]
+    curves = [probes[(r.optimizer, float(r.gamma), int(r.task_seed), int(r.seed))] for r in runs.itertuples()]
+    return [at_onset(c["step"], c["train_acc"], onset) for c, onset in zip(curves, runs["onset"])]
 
 
 def main(version: int, first: str, out: Path) -> dict:
