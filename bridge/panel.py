@@ -240,6 +240,41 @@ def score_course(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame) -> 
     return pd.DataFrame(rows)
 
 
+def onset_curves(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
+    """Each measured cell's onset curve beside its predictions, over the same runs: per (cell, onset) the fraction
+    of measured runs that compose ('measured'), their mean OOD accuracy ('ood_acc', whose crossing of 0.5 is the
+    edge) and each predictor's mean P. Long format (cell, onset, name, value, runs), in registered cell order."""
+    runs, _ = _joined(predicted, measured)
+    names = [*reg["methods"], *reg["baselines"]]
+    cols = ["cell", "onset", "name", "value", "runs"]
+    if not len(runs):
+        return pd.DataFrame(columns=cols)
+    g = runs.groupby(["cell", "onset"])
+    wide = g[names].mean().assign(measured=g["composes"].mean(), ood_acc=g["ood_acc"].mean(), runs=g.size())
+    long = wide.reset_index().melt(id_vars=["cell", "onset", "runs"], value_vars=["measured", "ood_acc", *names],
+                                   var_name="name", value_name="value")
+    order = {c["id"]: k for k, c in enumerate(reg["cells"])}
+    rank = {n: k for k, n in enumerate(["measured", "ood_acc", *names])}
+    long = long.assign(_c=long["cell"].map(order), _n=long["name"].map(rank))
+    return long.sort_values(["_c", "_n", "onset"])[cols].reset_index(drop=True)
+
+
+def curve_cells(reg: dict, predicted: pd.DataFrame, curves: pd.DataFrame) -> list[dict]:
+    """What a figure of `onset_curves` titles each cell with: its setting, runs measured of registered, and its
+    measured edge (the crossing of 0.5 by mean OOD accuracy; None: no window), in registered order."""
+    out = []
+    for cell in reg["cells"]:
+        own = curves[curves["cell"] == cell["id"]]
+        if not len(own):
+            continue
+        ood = own[own["name"] == "ood_acc"]
+        out.append({"id": cell["id"], "optimizer": cell["optimizer"], "gamma": cell["gamma"], "lambda": cell["lambda"],
+                    "runs": int(ood["runs"].sum()), "registered": int((predicted["cell"] == cell["id"]).sum()),
+                    "edge": crossing(ood["onset"].to_numpy(float), ood["value"].to_numpy(float)),
+                    "predicted": cell["predicted"]})
+    return out
+
+
 BY = ("optimizer", "gamma", "lambda")
 
 
@@ -266,5 +301,6 @@ def score_by(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame, key: st
 
 
 __all__ = ["BASELINES", "BY", "METHODS", "METHOD_TEXT", "ONSETS", "SEEDS", "TASK_SEEDS", "at_onset", "cell_plan",
-           "fit_baselines", "load_panel", "load_probes", "measured_edge", "method_curve", "predict_baselines",
-           "register_cells", "registration_stamp", "score_by", "score_course", "score_panel"]
+           "curve_cells", "fit_baselines", "load_panel", "load_probes", "measured_edge", "method_curve",
+           "onset_curves", "predict_baselines", "register_cells", "registration_stamp", "score_by", "score_course",
+           "score_panel"]

@@ -513,3 +513,49 @@ def plot_s6_paper(curves: dict, every: float, path, title: str = "") -> Path:
     if title:
         fig.suptitle(textwrap.fill(title, 120), fontsize=8)
     return _save(fig, path)
+
+
+def plot_panel_curves(curves, cells: list[dict], methods, baselines, path, title: str = "") -> Path:
+    """A scored panel, one plot per measured cell: the fraction of its runs that compose by window onset (black)
+    beside each predictor's mean P(composes) over the same runs (methods solid, baselines dashed grey), the level
+    1/2, and the measured edge (mean OOD accuracy's crossing of 0.5) as a dotted line. `curves`:
+    bridge.panel.onset_curves; `cells`: bridge.panel.curve_cells."""
+    slots = len(cells) + 1                          # the last slot holds the legend
+    ncol = min(4, slots)
+    nrow = -(-slots // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.1 * ncol, 2.5 * nrow + 0.4), sharey=True, squeeze=False)
+    greys = {b: (str(0.35 + 0.2 * k), (0, (4, 2 + k))) for k, b in enumerate(baselines)}
+    for ax, cell in zip(axes.flat, cells):
+        own = curves[curves["cell"] == cell["id"]]
+        pick = lambda n: own[own["name"] == n].sort_values("onset")
+        for k, m in enumerate(methods):
+            c = pick(m)
+            ax.plot(c["onset"], c["value"], color=f"C{k}", lw=1.4, label=f"{m} (mean P)")
+        for b in baselines:
+            c = pick(b)
+            ax.plot(c["onset"], c["value"], color=greys[b][0], ls=greys[b][1], lw=1, label=f"{b} (mean P)")
+        c = pick("measured")
+        ax.plot(c["onset"], c["value"], color="k", lw=1.8, marker="o", ms=3, label="measured: fraction composing")
+        ax.axhline(0.5, color="0.75", lw=0.6)
+        if cell["edge"] is not None:
+            ax.axvline(cell["edge"], color="k", ls=":", lw=1, label="measured edge (mean OOD acc = 0.5)")
+        edge = "no window" if cell["edge"] is None else f"edge {cell['edge']:.0f}"
+        part = "" if cell["runs"] >= cell["registered"] else f", {cell['runs']}/{cell['registered']} runs"
+        ax.set_title(f"{cell['optimizer']} gamma {cell['gamma']:g} lambda {cell['lambda']:g}: {edge}{part}",
+                     fontsize=7.5)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("window onset (steps)", fontsize=8)
+    for row in axes:
+        row[0].set_ylabel("P(composes) / fraction", fontsize=8)
+    legend = {}
+    for ax in axes.flat[:len(cells)]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(lab, h)
+    handles, labels = list(legend.values()), list(legend)
+    for ax in axes.flat[len(cells):]:
+        ax.axis("off")
+    if handles:
+        axes.flat[len(cells)].legend(handles, labels, loc="center", fontsize=7, frameon=False)
+    if title:
+        fig.suptitle(textwrap.fill(title, 140), fontsize=8)
+    return _save(fig, path)

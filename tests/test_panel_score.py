@@ -132,6 +132,50 @@ def test_the_course_scores_complete_cells_in_registered_order_counted_by_hand():
     assert both["runs"] == 8 and both["skill"] == pytest.approx(sum(errors_b) / 2)
 
 
+def test_onset_curves_count_each_cell_and_onset_by_hand(tmp_path):
+    """The figure's curves: per (cell, onset) the fraction of measured runs that compose and each predictor's mean P
+    over the same runs only (an unmeasured run's P left out), cells in registered order; a cell's edge is where mean
+    OOD accuracy crosses 0.5, linear between onsets: c1 goes 0.2 -> 0.6 (37.5 by hand), c2 0.2 -> 0.9 (150 / 7).
+    The PNG is written."""
+    import pytest
+
+    from critwin.bridge.panel import curve_cells, onset_curves
+    from critwin.figures import plot_panel_curves
+    cell = lambda i: {"id": i, "optimizer": "sgd", "gamma": 0.5, "lambda": 0.01, "predicted": {"m": 1.0, "b": 2.0}}
+    reg = {"methods": ["m"], "baselines": ["b"], "cells": [cell("c2"), cell("c1"), cell("c9")]}
+    grid = [(c, on, 0, s) for c in ("c1", "c2") for on in (0, 50) for s in (0, 1)]
+    predicted = pd.DataFrame(grid, columns=["cell", "onset", "task_seed", "seed"])
+    predicted["m"] = [0.1, 0.3, 0.6, 0.8, 0.0, 0.2, 0.4, 1.0]
+    predicted["b"] = [0.5] * 8
+    ood = [0.1, 0.3, 0.5, 0.7, 0.3, 0.1, 0.9]                     # c2's last run (onset 50, seed 1) not measured
+    measured = pd.DataFrame([(*g, v) for g, v in zip(grid, ood)], columns=["cell", "onset", "task_seed", "seed",
+                                                                           "ood_acc"])
+    curves = onset_curves(reg, predicted, measured)
+    assert list(dict.fromkeys(curves["cell"])) == ["c2", "c1"]    # registered order; c9 has no run
+    at = lambda c, on, n: curves[(curves["cell"] == c) & (curves["onset"] == on) & (curves["name"] == n)].iloc[0]
+    assert at("c1", 0, "measured")["value"] == 0.0 and at("c1", 50, "measured")["value"] == 1.0
+    assert at("c1", 50, "m")["value"] == pytest.approx(0.7) and at("c1", 50, "measured")["runs"] == 2
+    assert at("c2", 50, "m")["value"] == pytest.approx(0.4) and at("c2", 50, "m")["runs"] == 1
+    assert at("c2", 0, "measured")["value"] == 0.0 and at("c2", 0, "ood_acc")["value"] == pytest.approx(0.2)
+    cells = curve_cells(reg, predicted, curves)
+    assert [c["id"] for c in cells] == ["c2", "c1"]
+    assert cells[0]["edge"] == pytest.approx(150 / 7) and (cells[0]["runs"], cells[0]["registered"]) == (3, 4)
+    assert cells[1]["edge"] == pytest.approx(37.5) and (cells[1]["runs"], cells[1]["registered"]) == (4, 4)
+    path = plot_panel_curves(curves, cells, ["m"], ["b"], tmp_path / "f.png", "t")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_score_writes_one_figure_per_panel(tmp_path, capsys):
+    """`--figure`: one panel scored writes that PNG; several write one each, named by their registration's folder."""
+    from critwin.cli.main import main
+    main(["bridge", "score", str(THEORY3 / "v5" / "registration.json"), str(THEORY3 / "measured"),
+          "--figure", str(tmp_path / "one.png"), "--json"])
+    assert json.loads(capsys.readouterr().out)["figure"] == str(tmp_path / "one.png")
+    main(["bridge", "score", str(THEORY3 / "v4" / "registration.json"), str(THEORY3 / "measured"),
+          str(THEORY3 / "v5" / "registration.json"), str(THEORY3 / "measured"), "--figure", str(tmp_path / "s.png")])
+    capsys.readouterr()
+    assert sorted(f.name for f in tmp_path.glob("s_*.png")) == ["s_v4.png", "s_v5.png"]
+
 def test_a_version_scored_on_fewer_cells_counts_only_their_runs(tmp_path, capsys):
     """A later registration lists only the cells measured after it: the runs of the panel's other cells are neither
     scored nor counted in its provenance line."""

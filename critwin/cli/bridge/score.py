@@ -25,6 +25,9 @@ def register(sub):
     p.add_argument("--course", action="store_true",
                    help="a panel's registered verdict after each complete cell in measuring order: each method's"
                         " per-run Brier and per-cell skill over each baseline on the cells complete so far")
+    p.add_argument("--figure", default=None, metavar="PNG",
+                   help="a panel's onset curves, one plot per measured cell: the fraction of runs that compose beside"
+                        " each predictor's mean P (several panels: PNG gets each registration's version appended)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_score)
 
@@ -135,12 +138,27 @@ def cmd_score_panel(args, reg: dict):
     if args.out_csv:
         out["cells"].to_csv(args.out_csv, index=False)
         text.append(f"wrote {args.out_csv}")
-    payload = {"registration": str(args.registration), "provenance": counts,
+    figure = panel_figure(args.figure, reg, predicted, kept) if args.figure else None
+    if figure:
+        text.append(f"figure: {figure}")
+    payload = {"registration": str(args.registration), "provenance": counts, **({"figure": figure} if figure else {}),
                **({"by": by.to_dict(orient="records")} if by is not None else {}),
                **({"course": course.to_dict(orient="records")} if course is not None else {}),
                **{k: v for k, v in out.items() if not hasattr(v, "to_dict")},
                **{k: v.to_dict(orient="records") for k, v in out.items() if hasattr(v, "to_dict")}}
     return payload, "\n".join(text)
+
+
+def panel_figure(path, reg: dict, predicted, measured) -> str:
+    """The onset curves of a panel's measured cells (bridge.panel.onset_curves) drawn to `path`."""
+    from critwin import figures
+    from critwin.bridge.panel import curve_cells, onset_curves
+    curves = onset_curves(reg, predicted, measured)
+    version = f"version {reg['version']}" if "version" in reg else "registration"
+    title = (f"{version} (registered {reg['registered']}, commit {reg['commit'][:7]}): a run composes when its final "
+             "OOD accuracy is >= 0.5")
+    return str(figures.plot_panel_curves(curves, curve_cells(reg, predicted, curves), reg["methods"],
+                                         reg["baselines"], path, title))
 
 
 def cmd_score_edges(args, reg: dict):
@@ -181,6 +199,13 @@ def cmd_score_edges(args, reg: dict):
     return payload, "\n".join(text)
 
 
+def _versioned(path: str, registration) -> str:
+    """PNG with the registration's folder name appended (score_v5.png), for several panels scored at once."""
+    from pathlib import Path
+    path = Path(path)
+    return str(path.with_name(f"{path.stem}_{Path(registration).resolve().parent.name}{path.suffix or '.png'}"))
+
+
 def cmd_score(args):
     """Each registration scored on its own, then (several) one skill table across them all."""
     import json
@@ -191,7 +216,9 @@ def cmd_score(args):
     for path, measured in pairs:
         reg = json.loads(path.read_text())
         one = Namespace(**{**vars(args), "registration": path, "measured": measured,
-                           "out_csv": args.out_csv if len(pairs) == 1 else None})
+                           "out_csv": args.out_csv if len(pairs) == 1 else None,
+                           "figure": args.figure if len(pairs) == 1 or not args.figure else
+                           _versioned(args.figure, path)})
         if reg.get("design") == "panel":
             payload, text = cmd_score_panel(one, reg)
         else:
