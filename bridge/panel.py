@@ -259,19 +259,18 @@ def onset_curves(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame) -> 
     return long.sort_values(["_c", "_n", "onset"])[cols].reset_index(drop=True)
 
 
-def curve_cells(reg: dict, predicted: pd.DataFrame, curves: pd.DataFrame) -> list[dict]:
-    """What a figure of `onset_curves` titles each cell with: its setting, runs measured of registered, and its
-    measured edge (the crossing of 0.5 by mean OOD accuracy; None: no window), in registered order."""
+def curve_cells(reg: dict, predicted: pd.DataFrame, measured: pd.DataFrame) -> list[dict]:
+    """What a figure of `onset_curves` titles each measured cell with, in registered order: its setting, runs
+    measured of registered, and its edge as the score reads it (`measured_edge`; None: no window)."""
+    runs, _ = _joined(predicted, measured)
     out = []
     for cell in reg["cells"]:
-        own = curves[curves["cell"] == cell["id"]]
+        own = runs[runs["cell"] == cell["id"]]
         if not len(own):
             continue
-        ood = own[own["name"] == "ood_acc"]
         out.append({"id": cell["id"], "optimizer": cell["optimizer"], "gamma": cell["gamma"], "lambda": cell["lambda"],
-                    "runs": int(ood["runs"].sum()), "registered": int((predicted["cell"] == cell["id"]).sum()),
-                    "edge": crossing(ood["onset"].to_numpy(float), ood["value"].to_numpy(float)),
-                    "predicted": cell["predicted"]})
+                    "runs": int(len(own)), "registered": int((predicted["cell"] == cell["id"]).sum()),
+                    "edge": measured_edge(own), "predicted": cell["predicted"]})
     return out
 
 

@@ -157,7 +157,7 @@ def test_onset_curves_count_each_cell_and_onset_by_hand(tmp_path):
     assert at("c1", 50, "m")["value"] == pytest.approx(0.7) and at("c1", 50, "measured")["runs"] == 2
     assert at("c2", 50, "m")["value"] == pytest.approx(0.4) and at("c2", 50, "m")["runs"] == 1
     assert at("c2", 0, "measured")["value"] == 0.0 and at("c2", 0, "ood_acc")["value"] == pytest.approx(0.2)
-    cells = curve_cells(reg, predicted, curves)
+    cells = curve_cells(reg, predicted, measured)
     assert [c["id"] for c in cells] == ["c2", "c1"]
     assert cells[0]["edge"] == pytest.approx(150 / 7) and (cells[0]["runs"], cells[0]["registered"]) == (3, 4)
     assert cells[1]["edge"] == pytest.approx(37.5) and (cells[1]["runs"], cells[1]["registered"]) == (4, 4)

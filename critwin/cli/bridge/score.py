@@ -157,7 +157,7 @@ def panel_figure(path, reg: dict, predicted, measured) -> str:
     version = f"version {reg['version']}" if "version" in reg else "registration"
     title = (f"{version} (registered {reg['registered']}, commit {reg['commit'][:7]}): a run composes when its final "
              "OOD accuracy is >= 0.5")
-    return str(figures.plot_panel_curves(curves, curve_cells(reg, predicted, curves), reg["methods"],
+    return str(figures.plot_panel_curves(curves, curve_cells(reg, predicted, measured), reg["methods"],
                                          reg["baselines"], path, title))
 
 
