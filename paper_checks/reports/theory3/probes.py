@@ -4,8 +4,10 @@ grows is measured for every panel lambda (bridge.survival.held_curves). Each pro
 run that a penalised run of the same seed and task instance shares up to its onset, so a per-run prediction
 reads only what that run had measured when its window opened.
 
-Run: python3 paper_checks/reports/theory3/probes.py [OUT]     (default OUT: probes/ beside this file;
-     48 probes, about 30 CPU-minutes; a probe already written is skipped)
+Run: python3 paper_checks/reports/theory3/probes.py [OUT [LAMBDAS]]     (default OUT: probes/ beside this file;
+     48 probes, about 30 CPU-minutes; a probe already written is skipped). The extension panel's probes read the
+     same runs at its lambdas too: probes.py probes_ext 0.002,0.004,0.008,0.016,0.032 (the panel's lambdas again, so
+     the rerun's shares can be checked against probes/)
 """
 import json
 import sys
@@ -26,7 +28,7 @@ def probe_name(opt: str, gamma: float, task_seed: int, seed: int) -> str:
     return f"{opt}_g{gamma:g}_t{task_seed}_s{seed}.json"
 
 
-def main(out: Path) -> None:
+def main(out: Path, lambdas=LAMBDAS) -> None:
     torch.set_num_threads(1)
     out.mkdir(parents=True, exist_ok=True)
     for opt in OPTIMIZERS:
@@ -37,13 +39,14 @@ def main(out: Path) -> None:
                     if path.is_file():
                         continue
                     t0 = time.time()
-                    curves = held_curves(probe_config(opt, g, ts, s, STEPS[opt]), LAMBDAS)
+                    curves = held_curves(probe_config(opt, g, ts, s, STEPS[opt]), lambdas)
                     rec = {"optimizer": opt, "gamma": g, "task_seed": ts, "seed": s, "steps": STEPS[opt],
-                           "lambdas": list(LAMBDAS), "curves": curves}
+                           "lambdas": list(lambdas), "curves": curves}
                     path.with_suffix(".part").write_text(json.dumps(rec) + "\n")
                     path.with_suffix(".part").rename(path)
                     print(f"{path.name} {time.time() - t0:.0f} s", flush=True)
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "probes")
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "probes",
+         tuple(float(v) for v in sys.argv[2].split(",")) if len(sys.argv) > 2 else LAMBDAS)
