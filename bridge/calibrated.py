@@ -96,6 +96,21 @@ class CalibratedHeld:
             raise ConfigError("optimizer", optimizer, "one the build runs hold: " + ", ".join(sorted(self.models_)))
         return self.models_[optimizer].predict_proba(held, lam, train)
 
+    @classmethod
+    def from_coefficients(cls, coefficients: dict, train_terms=()) -> "CalibratedHeld":
+        """The calibration a registration recorded (`coefficients()`), to predict with it again unrefitted."""
+        self = cls(train_terms)
+        self.models_ = {}
+        for o, c in coefficients.items():
+            m = HeldLogistic(o in self.train_terms)
+            names = HeldLogistic.NAMES[:5 if m.train else 3]
+            missing = [n for n in names if n not in c]
+            if missing:
+                raise ConfigError(f"coefficients[{o!r}]", ", ".join(missing), "keys " + ", ".join(names))
+            m.coef_, m.n_ = np.array([c[n] for n in names], float), int(c.get("runs", 0))
+            self.models_[o] = m
+        return self
+
     def coefficients(self) -> dict:
         """{optimizer: {intercept, logit_held, log2_lambda[, train_acc, train_acc_x_log2_lambda], runs}} for the
         registration's record."""

@@ -1,7 +1,7 @@
 """The calibrated held share (bridge.calibrated): its fit is the penalised likelihood's maximum (finite differences of
 a likelihood written here), it recovers known coefficients, it fits each optimizer apart; and Theory III's fourth
-and fifth registrations are remade from their committed inputs, so a change of clip, ridge, build data or probe
-reading fails."""
+to sixth registrations are remade from their committed inputs, so a change of clip, ridge, build data or probe
+reading fails; the sixth carries the fourth's and fifth's coefficients unrefitted onto cells never measured."""
 import json
 from pathlib import Path
 
@@ -13,7 +13,7 @@ from critwin.bridge.calibrated import CalibratedHeld, HeldLogistic
 from critwin.errors import ConfigError
 
 THEORY3 = Path(__file__).resolve().parents[1] / "paper_checks" / "reports" / "theory3"
-VERSIONS = [v for v in (4, 5) if (THEORY3 / f"v{v}" / "registration.json").is_file()]
+VERSIONS = [v for v in (4, 5, 6) if (THEORY3 / f"v{v}" / "registration.json").is_file()]
 
 
 def _nll(w, held, lam, y, clip=0.01, ridge=1.0):
@@ -92,6 +92,26 @@ def test_each_optimizer_is_fitted_apart():
         CalibratedHeld().fit(runs.drop(columns="composes"))
 
 
+def test_a_registered_calibration_predicts_again_unrefitted():
+    """From the coefficients a registration records, the same P as the fitted calibration; with the training terms
+    only for the optimizers named; a record missing a coefficient is refused, naming it."""
+    a, s = _synthetic(3000, (1.0, 2.0, 0.5), seed=7), _synthetic(3000, (-0.5, 1.0, -1.0), seed=8)
+    tr = np.random.default_rng(9).uniform(0, 1, 3000)
+    runs = pd.concat([pd.DataFrame({"optimizer": o, "held_max": h, "lambda": lam, "composes": y, "train_acc": tr})
+                      for o, (h, lam, y) in (("adamw", a), ("sgd", s))])
+    cal = CalibratedHeld(("adamw",)).fit(runs)
+    record = json.loads(json.dumps(cal.coefficients()))        # as a registration stores it
+    again = CalibratedHeld.from_coefficients(record, ("adamw",))
+    for o, (h, lam, _) in (("adamw", a), ("sgd", s)):
+        assert again.predict_proba(o, h, lam, tr) == pytest.approx(cal.predict_proba(o, h, lam, tr), abs=1e-12)
+    w = record["adamw"]
+    assert again.predict_proba("adamw", [0.3], 3.2e-2, [0.9])[0] == pytest.approx(
+        1 / (1 + np.exp(-_z(w, 0.3, 3.2e-2, 0.9))), abs=1e-12)
+    del record["sgd"]["log2_lambda"]
+    with pytest.raises(ConfigError, match="log2_lambda"):
+        CalibratedHeld.from_coefficients(record)
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_later_registration_is_remade_from_its_committed_inputs(version):
     """Its build runs are the panel's measured runs of the cells before it; its coefficients are their fit; its
@@ -106,8 +126,10 @@ def test_a_later_registration_is_remade_from_its_committed_inputs(version):
     method, terms = reg["methods"][0], reg.get("train_terms", [])
     ids = [c["id"] for c in reg3["cells"]]
     scored = [c["id"] for c in reg["cells"]]
-    assert scored == ids[ids.index(scored[0]):]                          # the panel's order from the first scored cell
-    assert set(build["cell"]) <= set(ids[:ids.index(scored[0])])          # build runs come from earlier cells only
+    panel = [c for c in scored if c in ids]
+    assert scored == panel + reg.get("extension", {}).get("cells", [])    # the extension's cells after the panel's
+    assert panel == ids[ids.index(panel[0]):]                            # the panel's order from the first scored cell
+    assert set(build["cell"]) <= set(ids[:ids.index(panel[0])])           # build runs come from earlier cells only
     assert len(runs) == 54 * len(scored) and set(runs["cell"]) == set(scored)
     keys = ["cell", "onset", "task_seed", "seed"]
     measured = pd.concat([pd.read_csv(THEORY3 / "measured" / f"{c}.csv") for c in build["cell"].unique()])
@@ -135,6 +157,45 @@ def test_a_later_registration_is_remade_from_its_committed_inputs(version):
         tr = train_acc(cell["optimizer"], cell["gamma"], r.task_seed, r.seed, r.onset)
         p = 1 / (1 + np.exp(-_z(w, r.held_max_v3, cell["lambda"], tr)))
         assert getattr(r, method) == pytest.approx(p, abs=1e-4)
+
+
+@pytest.mark.skipif(6 not in VERSIONS, reason="the sixth version is not registered in this checkout")
+def test_the_sixth_version_scores_earlier_versions_unrefitted_on_new_cells():
+    """Its extension cells are the panel's optimizers and gammas at lambdas no cell was measured at (neither the
+    panel's nor Theory II's); on the panel cells it shares with the fourth and fifth versions their methods' per-run
+    P are the ones those registered; on its extension cells held_max is the running maximum of the run's own held
+    share at the cell's lambda in the rerun probes (step 0's transient replaced by the next state's), and the carried
+    methods are the earlier coefficients applied to it."""
+    from critwin.bridge.panel import load_probes
+    reg = json.loads((THEORY3 / "v6" / "registration.json").read_text())
+    runs = pd.read_csv(THEORY3 / "v6" / "registration_runs.csv")
+    ext = reg["extension"]
+    cells = {c["id"]: c for c in reg["cells"]}
+    settings = {(cells[c]["optimizer"], cells[c]["gamma"], cells[c]["lambda"]) for c in ext["cells"]}
+    assert settings == {(o, g, lam) for o in ext["optimizers"] for g in ext["gammas"] for lam in ext["lambdas"]}
+    reg3 = json.loads((THEORY3 / "registration.json").read_text())
+    theory2 = pd.read_csv(THEORY3 / "build_cells.csv")
+    before = {(c["optimizer"], c["gamma"], c["lambda"]) for c in reg3["cells"]}
+    before |= set(zip(theory2["optimizer"], theory2["gamma"], theory2["lambda"]))
+    assert not settings & before
+    keys = ["cell", "onset", "task_seed", "seed"]
+    for name, v in reg["frozen"].items():
+        earlier = pd.read_csv(THEORY3 / f"v{v}" / "registration_runs.csv")[keys + [name]]
+        both = runs[keys + [name]].merge(earlier, on=keys, suffixes=("", "_then"))
+        assert len(both) == 54 * len(set(both["cell"])) > 0
+        assert (both[name] - both[f"{name}_then"]).abs().max() < 1e-4
+    probes = load_probes(THEORY3 / ext["probes"])
+    for r in runs[runs["cell"].isin(ext["cells"])].sample(80, random_state=2).itertuples():
+        cell = cells[r.cell]
+        c = probes[(cell["optimizer"], float(cell["gamma"]), int(r.task_seed), int(r.seed))]
+        share = np.asarray(c[f"attn_{cell['lambda']:g}"], float)
+        share[0] = share[1]
+        i = int(np.flatnonzero(np.asarray(c["step"]) <= r.onset)[-1])
+        assert r.held_max == pytest.approx(share[:i + 1].max(), abs=1e-5)
+        for name, v in reg["frozen"].items():
+            w = json.loads((THEORY3 / f"v{v}" / "registration.json").read_text())["calibration"][cell["optimizer"]]
+            p = 1 / (1 + np.exp(-_z(w, share[:i + 1].max(), cell["lambda"], c["train_acc"][i])))
+            assert getattr(r, name) == pytest.approx(p, abs=1e-4)
 
 
 def _z(w, held, lam, train):

@@ -199,6 +199,27 @@ def test_measure_stops_at_its_deadline_and_copies_each_cell(tmp_path):
     assert len(list((tmp_path / "again" / "measured").iterdir())) == 3
 
 
+def test_measure_reads_another_registrations_cells(tmp_path):
+    """With REGISTRATION, measure.sh measures that registration's cells in its order (an extension's cells, which
+    the panel's registration lacks), and missing.py and measured.py find them there."""
+    import subprocess
+
+    import pandas as pd
+    from critwin.bridge.panel import cell_plan
+    cells = [cell_plan("left", "sgd", 0.65, 1.6e-2, 5000), cell_plan("left", "adamw", 1.2, 4e-3, 5000)]
+    reg = tmp_path / "registration.json"
+    reg.write_text(json.dumps({"cells": cells}))
+    env = {**_fake_measure(tmp_path, 0), "REGISTRATION": str(reg)}
+    done = subprocess.run(["bash", str(THEORY3 / "measure.sh")], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    order = [line.split()[1].rstrip(":") for line in done.stdout.splitlines() if "sweep run" in line]
+    assert order == [c["id"] for c in cells]
+    assert "optimizer=sgd" in done.stdout and "wd=0.016" in done.stdout and "wd=0.004" in done.stdout
+    for c in cells:
+        row = pd.read_csv(tmp_path / "measured" / f"{c['id']}.csv").iloc[0]
+        assert row["cell"] == c["id"] and row["ood_acc"] == 0.5
+
+
 def test_device_source_checks_out_the_commit(tmp_path):
     """device_source.sh makes a clean checkout of HEAD (so a run trained from it records its commit), small enough
     to travel to a lent GPU (the device tool sends at most 64 MiB), without reference checkpoints."""

@@ -9,7 +9,8 @@
 # Usage: STORE=runs/theory3 WORKERS=1 bash paper_checks/reports/theory3/measure.sh [CELL_ID ...]
 #   ($MEASURED: write the CSVs to another folder than measured/, as the tests do; $DEVICE=cuda: train on the GPU,
 #   a cell in one pack; $DEADLINE, seconds since the epoch: start no cell that would end after it, judged by the
-#   longest cell so far; $COPY_TO: copy each CSV written there too, as a lent GPU's $OUT: measure_device.sh)
+#   longest cell so far; $COPY_TO: copy each CSV written there too, as a lent GPU's $OUT: measure_device.sh;
+#   $REGISTRATION: another registration's cells, in its order, e.g. v6/registration.json for its extension cells)
 # Then:  critwin bridge score paper_checks/reports/theory3/registration.json paper_checks/reports/theory3/measured
 set -euo pipefail
 STORE="${STORE:-runs/theory3}"
@@ -18,12 +19,14 @@ DEVICE="${DEVICE:-cpu}"
 DEADLINE="${DEADLINE:-}"
 COPY_TO="${COPY_TO:-}"
 CRITWIN="${CRITWIN:-critwin}"
+export REGISTRATION="${REGISTRATION:-registration.json}"   # absolute or relative to this folder; missing.py, measured.py read it
 PY="${PYTHON:-python3}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 CELLS=("$@")
 if [ ${#CELLS[@]} -eq 0 ]; then
-  mapfile -t CELLS < <("$PY" -c "import json,sys; [print(c['id']) for c in json.load(open(sys.argv[1]))['cells']]" "$HERE/registration.json")
+  mapfile -t CELLS < <("$PY" -c "import json, sys, pathlib; [print(c['id']) for c in json.loads(
+    (pathlib.Path(sys.argv[1]) / sys.argv[2]).read_text())['cells']]" "$HERE" "$REGISTRATION")
 fi
 current=""
 longest=0

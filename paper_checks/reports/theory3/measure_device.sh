@@ -8,6 +8,7 @@
 # filled by that python's pip, holds the checkout's critwin: it trains, and it runs missing.py and measured.py.
 # Here:    bash paper_checks/reports/theory3/device_source.sh
 # On a GPU: bash paper_checks/reports/theory3/measure_device.sh [LIMIT [CELL_ID ...]]   (carry .measure-src)
+#   ($REGISTRATION=v6/registration.json: that registration's cells, its extension's included)
 #   (DEVICE=cpu and LIMIT 0 check it on a CPU: the environment is built and checked, and no cell starts)
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -25,7 +26,8 @@ echo "$site" > "$("$VENVS/trainer/bin/python3" -c 'import site; print(site.getsi
 python3 -m pip --python "$VENVS/trainer/bin/python3" install -q --no-deps --no-index --no-build-isolation -e "$SRC"
 TRAINER="$VENVS/trainer/bin"
 got="$(cd /tmp && "$TRAINER/python3" -c 'from critwin.empirical.environment import git_commit; g = git_commit(); print(g["git_commit"], g["git_dirty"])')"
-for f in registration.json registration_runs.csv; do
+REG="${REGISTRATION:-registration.json}"     # measure.sh's cells: another registration's, e.g. v6/registration.json
+for f in registration.json registration_runs.csv "$REG" "$(dirname "$REG")/registration_runs.csv"; do
   if [ "${got#* }" != "False" ] || ! cmp -s "$HERE/$f" "$SRC/paper_checks/reports/theory3/$f"; then
     echo "source: the trainer records '$got' (commit, dirty) and must be clean and hold this tree's $f;" \
          "commit, run device_source.sh here and carry .measure-src" >&2

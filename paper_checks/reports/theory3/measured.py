@@ -5,7 +5,8 @@ A cell still training exports the runs finished so far; `critwin bridge score` s
 already in the CSV whose runs the store lacks are kept (a store does not outlive its machine; the CSV does), and a
 run in both takes the store's row.
 
-Run: python3 paper_checks/reports/theory3/measured.py STORE CELL_ID   ($MEASURED: another folder than measured/)
+Run: python3 paper_checks/reports/theory3/measured.py STORE CELL_ID   ($MEASURED: another folder than measured/;
+     $REGISTRATION: the registration holding the cell, relative to this folder; default registration.json)
 """
 import json
 import os
@@ -46,7 +47,7 @@ def merged(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
 
 if __name__ == "__main__":
     store, cid = Path(sys.argv[1]), sys.argv[2]
-    reg = json.loads((HERE / "registration.json").read_text())
+    reg = json.loads((HERE / os.environ.get("REGISTRATION", "registration.json")).read_text())
     (cell,) = [c for c in reg["cells"] if c["id"] == cid]
     out = Path(os.environ.get("MEASURED", HERE / "measured")) / f"{cid}.csv"
     new = pd.DataFrame(cell_runs(store, cell), columns=COLUMNS)

@@ -8,6 +8,7 @@ are all still to train, since a sweep trains such a pack afresh when --pack is b
 the runs train on the GPU (`--set device=cuda`), packed up to the GPU's default size (64: a whole cell in one pack).
 
 Run: python3 paper_checks/reports/theory3/missing.py CELL_ID [STORE [WORKERS [DEVICE]]]
+     ($REGISTRATION: the registration holding the cell, relative to this folder; default registration.json)
 """
 import json
 import os
@@ -90,7 +91,7 @@ def commands(cell: dict, done: set, store: str | None = None, workers: int | Non
 
 if __name__ == "__main__":
     cid = sys.argv[1]
-    reg = json.loads((HERE / "registration.json").read_text())
+    reg = json.loads((HERE / os.environ.get("REGISTRATION", "registration.json")).read_text())
     (cell,) = [c for c in reg["cells"] if c["id"] == cid]
     path = Path(os.environ.get("MEASURED", HERE / "measured")) / f"{cid}.csv"
     done = set()

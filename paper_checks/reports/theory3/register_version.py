@@ -7,6 +7,11 @@ Build data: Theory II's cells and runs (build_cells.csv, build_runs.csv) and eve
 FIRST_CELL and every cell after it, none of which may have a measured run yet; a run counts only if trained by a
 commit that holds this registration (bridge.provenance), so measure those cells from a checkout at or after it.
 
+A version with an extension (the sixth) is also scored on cells outside the panel, never measured: the same
+optimizers and gammas at the lambdas between the panel's (EXTENSION), read from the same 48 no-decay probes at
+those lambdas (probes.py probes_ext ...), and it carries earlier versions' calibrations unrefitted (`frozen`), so
+those versions are scored on the new cells as they were registered.
+
 Run: python3 paper_checks/reports/theory3/register_version.py VERSION FIRST_CELL [OUT]   (seconds; OUT default v<N>/)
 """
 import json
@@ -17,15 +22,19 @@ import numpy as np
 import pandas as pd
 
 from critwin.bridge.calibrated import CLIP, LAMBDA_REF, RIDGE, CalibratedHeld
-from critwin.bridge.panel import (BASELINES, METHOD_TEXT, ONSETS, SEEDS, TASK_SEEDS, at_onset, fit_baselines,
-                                  load_probes, measured_edge, method_curve, register_cells, registration_stamp)
+from critwin.bridge.panel import (BASELINES, METHOD_TEXT, ONSETS, SEEDS, TASK_SEEDS, at_onset, cell_plan,
+                                  fit_baselines, load_probes, measured_edge, method_curve, register_cells,
+                                  registration_stamp)
 from critwin.bridge.skill import COMPOSES
 
 HERE = Path(__file__).parent
-VERSIONS = {      # the calibrated method each version registers, and the optimizers whose calibration reads train_acc
-    4: {"method": "held_cal", "train_terms": ()},
-    5: {"method": "held_fit", "train_terms": ("adamw",)},
+VERSIONS = {      # the calibrated method each version registers, and the optimizers whose calibration reads train_acc;
+    4: {"method": "held_cal", "train_terms": ()},          # frozen: earlier versions carried unrefitted;
+    5: {"method": "held_fit", "train_terms": ("adamw",)},  # extension: also scored on the EXTENSION cells
+    6: {"method": "held_refit", "train_terms": ("adamw",), "frozen": (4, 5), "extension": True},
 }
+EXTENSION = {"optimizers": ("adamw", "sgd"), "gammas": (0.4, 0.65, 0.95, 1.2), "lambdas": (4e-3, 1.6e-2),
+             "order_seed": 2027, "probes": "probes_ext"}
 CAL_TEXT = (f"sigmoid(a + b logit(h) + c log2(lambda / {LAMBDA_REF:g})), h the run's held_max at t clipped to "
             f"[{CLIP:g}, {1 - CLIP:g}]")
 TEXT = {
@@ -45,6 +54,22 @@ TEXT = {
     "onset_logistic": "a logistic curve of composes against the onset alone, fitted on the build runs (Theory II's "
                       "and the panel's earlier runs)",
 }
+TEXT["held_refit"] = TEXT["held_fit"] + " (the fifth version's form, refitted on this version's build runs)"
+ORDINAL = {4: "fourth", 5: "fifth", 6: "sixth"}
+
+
+def frozen_text(version: int) -> str:
+    """A carried version's method as it was registered, with where its coefficients come from."""
+    m = VERSIONS[version]["method"]
+    return (f"{TEXT[m]}; as the {ORDINAL[version]} version registered it, its coefficients "
+            f"(v{version}/registration.json: calibration) not refitted")
+
+
+def extension_cells() -> list[dict]:
+    """The extension's cells (never measured: lambdas between the panel's), in a fixed shuffled measuring order."""
+    e = EXTENSION
+    cells = [cell_plan("left", o, g, lam, 5000) for o in e["optimizers"] for g in e["gammas"] for lam in e["lambdas"]]
+    return [cells[i] for i in np.random.default_rng(e["order_seed"]).permutation(len(cells))]
 
 
 def panel_build(reg3: dict, first: str, measured: Path) -> pd.DataFrame:
@@ -94,10 +119,20 @@ def train_at_onset(probes: dict, runs: pd.DataFrame) -> list[float]:
 def main(version: int, first: str, out: Path) -> dict:
     if version not in VERSIONS:
         raise SystemExit(f"VERSION {version!r}: one of {', '.join(map(str, VERSIONS))}")
-    method, train_terms = VERSIONS[version]["method"], VERSIONS[version]["train_terms"]
-    methods = (method, "held_max")
+    spec = VERSIONS[version]
+    method, train_terms = spec["method"], spec["train_terms"]
+    frozen = {VERSIONS[v]["method"]: CalibratedHeld.from_coefficients(
+        json.loads((HERE / f"v{v}" / "registration.json").read_text())["calibration"], VERSIONS[v]["train_terms"])
+        for v in spec.get("frozen", ())}
+    methods = (method, *frozen, "held_max")
     reg3 = json.loads((HERE / "registration.json").read_text())
     probes = load_probes(HERE / "probes")
+    extension = extension_cells() if spec.get("extension") else []
+    done = [c["id"] for c in extension if (HERE / "measured" / f"{c['id']}.csv").is_file()]
+    if done:
+        raise SystemExit(f"extension cells {', '.join(done)} already have measured runs")
+    probes_ext = load_probes(HERE / EXTENSION["probes"]) if extension else {}
+    ext_ids = {c["id"] for c in extension}
     build = panel_build(reg3, first, HERE / "measured")
     if train_terms:
         build.insert(build.columns.get_loc("held_max") + 1, "train_acc", train_at_onset(probes, build))
@@ -107,11 +142,14 @@ def main(version: int, first: str, out: Path) -> dict:
     ids = [c["id"] for c in reg3["cells"]]
 
     def run_curves(cell, ts, s):
-        curves = probes[(cell["optimizer"], cell["gamma"], ts, s)]
+        curves = (probes_ext if cell["id"] in ext_ids else probes)[(cell["optimizer"], cell["gamma"], ts, s)]
         steps, held = method_curve("held_max", curves, cell["lambda"])
         train = np.asarray(curves["train_acc"], float)
-        return steps, {"held_max": held, method: cal.predict_proba(cell["optimizer"], held, cell["lambda"], train)}
-    cells = [dict(c) for c in reg3["cells"][ids.index(first):]]
+        p = {"held_max": held, method: cal.predict_proba(cell["optimizer"], held, cell["lambda"], train)}
+        for name, c in frozen.items():
+            p[name] = c.predict_proba(cell["optimizer"], held, cell["lambda"], train)
+        return steps, p
+    cells = [dict(c) for c in reg3["cells"][ids.index(first):]] + extension
     rows = register_cells(cells, run_curves, base, methods)
     command = (f"python3 paper_checks/reports/theory3/register_v4.py {first}" if version == 4 else
                f"python3 paper_checks/reports/theory3/register_version.py {version} {first}")
@@ -120,9 +158,14 @@ def main(version: int, first: str, out: Path) -> dict:
         "version": version,
         "methods": list(methods),
         "baselines": list(BASELINES),
-        "method_text": {k: v for k, v in TEXT.items() if k in methods + BASELINES},
+        "method_text": {**{k: v for k, v in TEXT.items() if k in methods + BASELINES},
+                        **{VERSIONS[v]["method"]: frozen_text(v) for v in spec.get("frozen", ())}},
         "calibration": cal.coefficients(),
         **({"train_terms": list(train_terms)} if train_terms else {}),
+        **({"frozen": {VERSIONS[v]["method"]: v for v in spec["frozen"]}} if spec.get("frozen") else {}),
+        **({"extension": {**EXTENSION, "cells": [c["id"] for c in extension],
+                          "why": "cells never measured, so that earlier versions and this one are scored on more "
+                                 "cells than the panel has left"}} if extension else {}),
         "build": {"panel_runs": int(len(build)), "panel_cells": sorted(build["cell"].unique().tolist()),
                   "theory2_runs": int(len(base_runs) - len(build)), "cells_with_edges": len(base_cells),
                   "constant_edge": round(base["constant"], 1),
