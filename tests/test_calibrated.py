@@ -162,7 +162,8 @@ def test_a_later_registration_is_remade_from_its_committed_inputs(version):
 @pytest.mark.skipif(6 not in VERSIONS, reason="the sixth version is not registered in this checkout")
 def test_the_sixth_version_scores_earlier_versions_unrefitted_on_new_cells():
     """Its extension cells are the panel's optimizers and gammas at lambdas no cell was measured at (neither the
-    panel's nor Theory II's); on the panel cells it shares with the fourth and fifth versions their methods' per-run
+    panel's nor Theory II's), read from the panel's 48 probes rerun (the same curves at the panel's lambdas, stored
+    beside the new ones); on the panel cells it shares with the fourth and fifth versions their methods' per-run
     P are the ones those registered; on its extension cells held_max is the running maximum of the run's own held
     share at the cell's lambda in the rerun probes (step 0's transient replaced by the next state's), and the carried
     methods are the earlier coefficients applied to it."""
@@ -184,7 +185,11 @@ def test_the_sixth_version_scores_earlier_versions_unrefitted_on_new_cells():
         both = runs[keys + [name]].merge(earlier, on=keys, suffixes=("", "_then"))
         assert len(both) == 54 * len(set(both["cell"])) > 0
         assert (both[name] - both[f"{name}_then"]).abs().max() < 1e-4
-    probes = load_probes(THEORY3 / ext["probes"])
+    probes, panel = load_probes(THEORY3 / ext["probes"]), load_probes(THEORY3 / "probes")
+    assert probes.keys() == panel.keys()                 # the same 48 runs, rerun: at the panel's lambdas, the same
+    for key, c in panel.items():
+        for k, v in c.items():
+            assert np.asarray(probes[key][k], float) == pytest.approx(np.asarray(v, float), abs=1e-6), (key, k)
     for r in runs[runs["cell"].isin(ext["cells"])].sample(80, random_state=2).itertuples():
         cell = cells[r.cell]
         c = probes[(cell["optimizer"], float(cell["gamma"]), int(r.task_seed), int(r.seed))]

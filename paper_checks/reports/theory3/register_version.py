@@ -33,6 +33,11 @@ VERSIONS = {      # the calibrated method each version registers, and the optimi
     5: {"method": "held_fit", "train_terms": ("adamw",)},  # extension: also scored on the EXTENSION cells
     6: {"method": "held_refit", "train_terms": ("adamw",), "frozen": (4, 5), "extension": True},
 }
+VERDICT = ("written before any scored run trains: a method meets the goal when, on this registration's cells once all "
+           "are measured, its skill over every baseline has a 90% interval above 0 per cell (|log2| edge error, "
+           "over cells) and per run (Brier, over (cell, task instance) clusters); AUC is reported beside it. Readings "
+           "before the last cell are the course, not the verdict. The carried versions are judged the same way here, "
+           "beside the baselines refitted on this version's build data")
 EXTENSION = {"optimizers": ("adamw", "sgd"), "gammas": (0.4, 0.65, 0.95, 1.2), "lambdas": (4e-3, 1.6e-2),
              "order_seed": 2027, "probes": "probes_ext"}
 CAL_TEXT = (f"sigmoid(a + b logit(h) + c log2(lambda / {LAMBDA_REF:g})), h the run's held_max at t clipped to "
@@ -163,6 +168,7 @@ def main(version: int, first: str, out: Path) -> dict:
         "calibration": cal.coefficients(),
         **({"train_terms": list(train_terms)} if train_terms else {}),
         **({"frozen": {VERSIONS[v]["method"]: v for v in spec["frozen"]}} if spec.get("frozen") else {}),
+        **({"verdict": VERDICT} if extension else {}),
         **({"extension": {**EXTENSION, "cells": [c["id"] for c in extension],
                           "why": "cells never measured, so that earlier versions and this one are scored on more "
                                  "cells than the panel has left"}} if extension else {}),
