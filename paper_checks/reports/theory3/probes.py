@@ -5,7 +5,8 @@ run that a penalised run of the same seed and task instance shares up to its ons
 reads only what that run had measured when its window opened.
 
 Run: python3 paper_checks/reports/theory3/probes.py [OUT [LAMBDAS]]     (default OUT: probes/ beside this file;
-     48 probes, about 30 CPU-minutes; a probe already written is skipped). The extension panel's probes read the
+     48 probes; a probe already written is skipped; on 2026-12-07 at five lambdas 426 s in all, 7-12 s a probe, on
+     a 2-core AMD EPYC with AVX-512 beside a 2-worker sweep). The extension panel's probes read the
      same runs at its lambdas too: probes.py probes_ext 0.002,0.004,0.008,0.016,0.032 (the panel's lambdas again, so
      the rerun's shares can be checked against probes/)
 """
