@@ -178,7 +178,7 @@ def test_score_writes_one_figure_per_panel(tmp_path, capsys):
 
 def test_a_version_scored_on_fewer_cells_counts_only_their_runs(tmp_path, capsys):
     """A later registration lists only the cells measured after it: the runs of the panel's other cells are neither
-    scored nor counted in its provenance line."""
+    scored nor counted in its provenance line; a registration that records its verdict rule has it printed."""
     from critwin.cli.main import main
     reg = json.loads((THEORY3 / "registration.json").read_text())
     files = sorted((THEORY3 / "measured").glob("*.csv"))[:2]
@@ -191,9 +191,13 @@ def test_a_version_scored_on_fewer_cells_counts_only_their_runs(tmp_path, capsys
     out = json.loads(capsys.readouterr().out)
     assert sum(out["provenance"].values()) == sum(len(pd.read_csv(f)) for f in files)
     assert out["registered_cells"] == 2
+    reg["verdict"] = "written before the runs: skill per cell and per run"       # a registration that states its rule
+    (tmp_path / "registration.json").write_text(json.dumps(reg))
+    main(["bridge", "score", str(tmp_path / "registration.json"), str(THEORY3 / "measured")])
+    assert "  verdict rule: written before the runs: skill per cell and per run" in capsys.readouterr().out.splitlines()
 
 
-@pytest.mark.parametrize("version", [4, 5])
+@pytest.mark.parametrize("version", [4, 5, 6])
 def test_a_later_version_counts_runs_trained_after_it_only(version):
     """A later registration: the third's measuring commit (before it) does not hold it, the commit that registered
     it does, and that commit holds the earlier registrations unchanged, so its runs count for every version."""

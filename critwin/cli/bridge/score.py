@@ -95,6 +95,8 @@ def cmd_score_panel(args, reg: dict):
             f"{counts[BEFORE]} by one that does not (left out), {counts[UNKNOWN]} not checkable in this checkout"]
     for n in names:
         text.append(f"  {n}: {reg['method_text'][n]}")
+    if reg.get("verdict"):
+        text.append(f"  verdict rule: {reg['verdict']}")
     if len(out["cells"]):
         text += ["per cell: predicted left edge (steps) and |log2((p+25)/(m+25))| error",
                  format_table(out["cells"].to_dict(orient="records"),
