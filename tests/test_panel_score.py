@@ -53,12 +53,15 @@ def test_a_commit_counts_only_when_it_holds_the_same_predictions(tmp_path):
 
 def test_score_leaves_out_runs_trained_before_the_registration(tmp_path, capsys):
     """On a copy of the panel's measurements where some runs name the code commit (before the registration was
-    committed) or no commit, the score counts them apart and scores only the others."""
+    committed) or no commit, the score counts them apart and scores only the others; the CSVs of another
+    registration's cells in the same folder are not counted."""
     from critwin.cli.main import main
     reg = json.loads((THEORY3 / "registration.json").read_text())
     measured = tmp_path / "measured"
     shutil.copytree(THEORY3 / "measured", measured)
-    frames = {f: pd.read_csv(f) for f in sorted(measured.glob("*.csv"))}
+    ids = {c["id"] for c in reg["cells"]}                          # other registrations' cells share measured/
+    frames = {f: pd.read_csv(f) for f in sorted(measured.glob("*.csv")) if f.stem in ids}
+    assert len(frames) == len(ids)
     first, second = list(frames)[:2]
     frames[first]["commit"] = reg["commit"]                       # the code commit: the registration came after it
     frames[second].loc[:9, "commit"] = None
